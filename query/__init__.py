@@ -1,0 +1,1 @@
+"""sessiondex read side: snapshot loading, recall, expand, sessions, and the `query` CLI."""

@@ -1,0 +1,1 @@
+"""Pure transformations: parse, lineage, normalize, tier, digest, and per-agent adapters."""

@@ -1,0 +1,560 @@
+"""Typed records: everything the index keeps on disk, and its wire form.
+
+Every record is a frozen dataclass with ``to_wire()`` (a msgpack-ready list in a fixed field
+order) and a named constructor ``from_wire()``. Field order is the on-disk contract: append new
+fields at the end and bump ``SCHEMA_VERSION`` when the meaning of an existing one changes.
+
+Record kinds and who writes them::
+
+    SourceEvent      journal        watcher     a file appended / rewritten / deleted
+    SessionEntries   records/       digest      complete normalized entries of one session
+    HotShard         records/       digest      display entries + BM25 postings (hot tier)
+    ColdDigest       records/       digest      vocabulary + structural addresses (cold tier)
+    SessionState     manifest row   pipeline    stamp, hashes, tier, record names, coverage
+    Manifest         manifests/     pipeline    one generation: every SessionState
+
+Names follow Python style here; the seed's camelCase names appear only in query results.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = [
+    "AGENTS",
+    "BRANCH_MODES",
+    "SCHEMA_VERSION",
+    "Address",
+    "ColdDigest",
+    "ColdView",
+    "EntriesView",
+    "HotShard",
+    "Manifest",
+    "NormalizedEntry",
+    "SessionEntries",
+    "SessionState",
+    "ShardView",
+    "SkippedFile",
+    "SourceEvent",
+    "ViewSummary",
+]
+
+SCHEMA_VERSION = 1
+AGENTS = ("pi", "claude", "codex")
+BRANCH_MODES = ("active", "all")
+
+Wire = list[Any]
+
+
+@dataclass(frozen=True, slots=True)
+class NormalizedEntry:
+    """One searchable record of a session, as the seed's ``NormalizedEntry``.
+
+    ``index`` is dense within one branch mode's view. ``text`` is complete in
+    ``SessionEntries`` and cut to ``maxEntryChars`` Unicode scalars in ``HotShard``
+    (``truncated`` says so). ``line``/``offset`` locate the carrier record in the source
+    (1-based line, byte offset of the line start); child records share their carrier's.
+    """
+
+    index: int
+    entry_id: str | None
+    parent_id: str | None
+    type: str
+    role: str | None
+    tool: str | None
+    text: str
+    timestamp: int | None
+    is_error: bool
+    truncated: bool
+    line: int
+    offset: int
+    agent: str = "pi"
+    parent_entry_id: str | None = None
+    operation_address: str | None = None
+    ref: str | None = None
+    provider: str | None = None
+    action: str | None = None
+    outcome: str | None = None
+    files_touched: tuple[str, ...] = ()
+    operation: dict[str, Any] | None = None
+    branch_fact: dict[str, Any] | None = None
+    fact_address: str | None = None
+    carrier_entry_id: str | None = None
+    carrier_parent_id: str | None = None
+    carrier_from_id: str | None = None
+    sidechain: bool = False
+
+    def to_wire(self) -> Wire:
+        return [
+            self.index,
+            self.entry_id,
+            self.parent_id,
+            self.type,
+            self.role,
+            self.tool,
+            self.text,
+            self.timestamp,
+            self.is_error,
+            self.truncated,
+            self.line,
+            self.offset,
+            self.agent,
+            self.parent_entry_id,
+            self.operation_address,
+            self.ref,
+            self.provider,
+            self.action,
+            self.outcome,
+            list(self.files_touched),
+            self.operation,
+            self.branch_fact,
+            self.fact_address,
+            self.carrier_entry_id,
+            self.carrier_parent_id,
+            self.carrier_from_id,
+            self.sidechain,
+        ]
+
+    @classmethod
+    def from_wire(cls, w: Wire) -> NormalizedEntry:
+        return cls(
+            w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7], w[8], w[9], w[10], w[11], w[12],
+            w[13], w[14], w[15], w[16], w[17], w[18], tuple(w[19]), w[20], w[21], w[22], w[23],
+            w[24], w[25], w[26],
+        )  # fmt: skip
+
+
+# (index, entry_id, operation_address, role, tool, timestamp, ref, provider, action, outcome,
+#  is_error) -- the seed's structural address tuple plus is_error.
+Address = tuple[
+    int,
+    str | None,
+    str | None,
+    str | None,
+    str | None,
+    int | None,
+    str | None,
+    str | None,
+    str | None,
+    str | None,
+    bool,
+]
+
+
+@dataclass(frozen=True, slots=True)
+class ViewSummary:
+    """What the manifest knows of one branch mode of a session without opening a record."""
+
+    branches: str
+    lineage_fingerprint: str
+    leaf_id: str | None
+    entry_count: int
+    reasons: tuple[str, ...]
+    first_ts: int | None
+    last_ts: int | None
+
+    def to_wire(self) -> Wire:
+        return [
+            self.branches,
+            self.lineage_fingerprint,
+            self.leaf_id,
+            self.entry_count,
+            list(self.reasons),
+            self.first_ts,
+            self.last_ts,
+        ]
+
+    @classmethod
+    def from_wire(cls, w: Wire) -> ViewSummary:
+        return cls(w[0], w[1], w[2], w[3], tuple(w[4]), w[5], w[6])
+
+
+@dataclass(frozen=True, slots=True)
+class EntriesView:
+    """One branch mode's complete normalized entries (read by expand and hydration)."""
+
+    branches: str
+    lineage_fingerprint: str
+    entries: tuple[NormalizedEntry, ...]
+    reasons: tuple[str, ...]
+
+    def to_wire(self) -> Wire:
+        return [
+            self.branches,
+            self.lineage_fingerprint,
+            [e.to_wire() for e in self.entries],
+            list(self.reasons),
+        ]
+
+    @classmethod
+    def from_wire(cls, w: Wire) -> EntriesView:
+        return cls(w[0], w[1], tuple(NormalizedEntry.from_wire(e) for e in w[2]), tuple(w[3]))
+
+
+@dataclass(frozen=True, slots=True)
+class SessionEntries:
+    """Complete normalized entries of one session, one view per distinct branch mode.
+
+    ``views`` holds ``active`` first; an ``all`` view is present only when it differs from
+    ``active`` (most sessions never branch, and then ``all`` reads the ``active`` view).
+    """
+
+    path: str
+    session_id: str
+    agent: str
+    source_hash: str
+    policy: str
+    views: tuple[EntriesView, ...]
+
+    def view(self, branches: str) -> EntriesView:
+        for v in self.views:
+            if v.branches == branches:
+                return v
+        return self.views[0]
+
+    def to_wire(self) -> Wire:
+        return [
+            self.path,
+            self.session_id,
+            self.agent,
+            self.source_hash,
+            self.policy,
+            [v.to_wire() for v in self.views],
+        ]
+
+    @classmethod
+    def from_wire(cls, w: Wire) -> SessionEntries:
+        return cls(w[0], w[1], w[2], w[3], w[4], tuple(EntriesView.from_wire(v) for v in w[5]))
+
+
+@dataclass(frozen=True, slots=True)
+class ShardView:
+    """One branch mode of a hot session, ready for BM25 without re-tokenizing.
+
+    ``entries`` carry display text (cut to ``maxEntryChars``); ``token_counts[i]`` is the
+    token count of entry i's *complete* text; ``postings`` maps each term of the complete
+    texts to a little-endian uint32 array of ``(entry position, tf)`` pairs in entry order.
+    """
+
+    branches: str
+    lineage_fingerprint: str
+    entries: tuple[NormalizedEntry, ...]
+    token_counts: tuple[int, ...]
+    postings: dict[str, bytes]
+    reasons: tuple[str, ...]
+
+    def to_wire(self) -> Wire:
+        return [
+            self.branches,
+            self.lineage_fingerprint,
+            [e.to_wire() for e in self.entries],
+            list(self.token_counts),
+            dict(sorted(self.postings.items())),
+            list(self.reasons),
+        ]
+
+    @classmethod
+    def from_wire(cls, w: Wire) -> ShardView:
+        return cls(
+            w[0],
+            w[1],
+            tuple(NormalizedEntry.from_wire(e) for e in w[2]),
+            tuple(w[3]),
+            w[4],
+            tuple(w[5]),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class HotShard:
+    path: str
+    session_id: str
+    agent: str
+    cwd: str
+    source_hash: str
+    policy: str
+    views: tuple[ShardView, ...]
+
+    def view(self, branches: str) -> ShardView:
+        for v in self.views:
+            if v.branches == branches:
+                return v
+        return self.views[0]
+
+    def to_wire(self) -> Wire:
+        return [
+            self.path,
+            self.session_id,
+            self.agent,
+            self.cwd,
+            self.source_hash,
+            self.policy,
+            [v.to_wire() for v in self.views],
+        ]
+
+    @classmethod
+    def from_wire(cls, w: Wire) -> HotShard:
+        return cls(w[0], w[1], w[2], w[3], w[4], w[5], tuple(ShardView.from_wire(v) for v in w[6]))
+
+
+@dataclass(frozen=True, slots=True)
+class ColdView:
+    """One branch mode of a cold session: the seed's digest fields.
+
+    ``vocabulary`` is the sorted (by UTF-8 bytes) unique canonical terms joined by ``\\n``
+    (a token never contains ``\\n``), kept as one bytes blob so a reader can search it without
+    materializing a Python string per term.
+    """
+
+    branches: str
+    lineage_fingerprint: str
+    entry_count: int
+    first_ts: int | None
+    last_ts: int | None
+    files_touched: tuple[str, ...]
+    tool_histogram: tuple[tuple[str, int], ...]
+    error_count: int
+    vocabulary: bytes
+    vocabulary_bytes: int
+    addresses: tuple[Address, ...]
+    reasons: tuple[str, ...]
+
+    def to_wire(self) -> Wire:
+        return [
+            self.branches,
+            self.lineage_fingerprint,
+            self.entry_count,
+            self.first_ts,
+            self.last_ts,
+            list(self.files_touched),
+            [list(p) for p in self.tool_histogram],
+            self.error_count,
+            self.vocabulary,
+            self.vocabulary_bytes,
+            [list(a) for a in self.addresses],
+            list(self.reasons),
+        ]
+
+    @classmethod
+    def from_wire(cls, w: Wire) -> ColdView:
+        return cls(
+            w[0],
+            w[1],
+            w[2],
+            w[3],
+            w[4],
+            tuple(w[5]),
+            tuple((k, n) for k, n in w[6]),
+            w[7],
+            w[8],
+            w[9],
+            tuple(tuple(a) for a in w[10]),  # type: ignore[misc]
+            tuple(w[11]),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ColdDigest:
+    path: str
+    session_id: str
+    agent: str
+    cwd: str
+    source_hash: str
+    policy: str
+    views: tuple[ColdView, ...]
+
+    def view(self, branches: str) -> ColdView:
+        for v in self.views:
+            if v.branches == branches:
+                return v
+        return self.views[0]
+
+    def to_wire(self) -> Wire:
+        return [
+            self.path,
+            self.session_id,
+            self.agent,
+            self.cwd,
+            self.source_hash,
+            self.policy,
+            [v.to_wire() for v in self.views],
+        ]
+
+    @classmethod
+    def from_wire(cls, w: Wire) -> ColdDigest:
+        return cls(w[0], w[1], w[2], w[3], w[4], w[5], tuple(ColdView.from_wire(v) for v in w[6]))
+
+
+@dataclass(frozen=True, slots=True)
+class SessionState:
+    """One session as of one generation: what it was, where its records are, how complete.
+
+    The stamp (dev, inode, size, mtime_ns, ctime_ns) is how a reader notices a stale
+    session without hashing it; ``prefix_hash`` is blake3 of the first ``size`` bytes (the
+    whole file when indexed), which classifies a later change as append or rewrite.
+    """
+
+    path: str
+    agent: str
+    session_id: str
+    cwd: str
+    parent_session: str | None
+    dev: int
+    inode: int
+    size: int
+    mtime_ns: int
+    ctime_ns: int
+    source_hash: str
+    tier: str
+    index_record: str
+    index_bytes: int
+    entries_record: str
+    entries_bytes: int
+    views: tuple[ViewSummary, ...]
+    sidechain: bool = False
+
+    def view(self, branches: str) -> ViewSummary:
+        for v in self.views:
+            if v.branches == branches:
+                return v
+        return self.views[0]
+
+    def to_wire(self) -> Wire:
+        return [
+            self.path,
+            self.agent,
+            self.session_id,
+            self.cwd,
+            self.parent_session,
+            self.dev,
+            self.inode,
+            self.size,
+            self.mtime_ns,
+            self.ctime_ns,
+            self.source_hash,
+            self.tier,
+            self.index_record,
+            self.index_bytes,
+            self.entries_record,
+            self.entries_bytes,
+            [v.to_wire() for v in self.views],
+            self.sidechain,
+        ]
+
+    @classmethod
+    def from_wire(cls, w: Wire) -> SessionState:
+        return cls(
+            w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7], w[8], w[9], w[10], w[11], w[12],
+            w[13], w[14], w[15], tuple(ViewSummary.from_wire(v) for v in w[16]), w[17],
+        )  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class SkippedFile:
+    """An eligible-looking file that is not indexed, with the reason (e.g. unreadable)."""
+
+    path: str
+    agent: str
+    reason: str
+
+    def to_wire(self) -> Wire:
+        return [self.path, self.agent, self.reason]
+
+    @classmethod
+    def from_wire(cls, w: Wire) -> SkippedFile:
+        return cls(w[0], w[1], w[2])
+
+
+@dataclass(frozen=True, slots=True)
+class Manifest:
+    """One generation of the index: every session and the records that make it up.
+
+    ``sessions`` is sorted by path. ``roots`` maps agent to the resolved root directory the
+    generation was built from; ``policy`` is the config fingerprint the records honour.
+    ``reasons`` are index-wide coverage reasons (e.g. a work budget reached).
+    """
+
+    generation: int
+    created_ns: int
+    policy: str
+    roots: dict[str, str]
+    hot_sessions: int
+    sessions: tuple[SessionState, ...]
+    skipped: tuple[SkippedFile, ...] = ()
+    reasons: tuple[str, ...] = ()
+
+    def to_wire(self) -> Wire:
+        return [
+            self.generation,
+            self.created_ns,
+            self.policy,
+            dict(sorted(self.roots.items())),
+            self.hot_sessions,
+            [s.to_wire() for s in self.sessions],
+            [s.to_wire() for s in self.skipped],
+            list(self.reasons),
+        ]
+
+    @classmethod
+    def from_wire(cls, w: Wire) -> Manifest:
+        return cls(
+            w[0],
+            w[1],
+            w[2],
+            dict(w[3]),
+            w[4],
+            tuple(SessionState.from_wire(s) for s in w[5]),
+            tuple(SkippedFile.from_wire(s) for s in w[6]),
+            tuple(w[7]),
+        )
+
+    def records(self) -> set[str]:
+        """Every record file name this generation references."""
+        names: set[str] = set()
+        for s in self.sessions:
+            names.add(s.index_record)
+            names.add(s.entries_record)
+        return names
+
+
+@dataclass(frozen=True, slots=True)
+class SourceEvent:
+    """A change the watcher saw: ``kind`` is ``append``, ``rewrite`` or ``delete``.
+
+    ``start``/``end`` are the byte range to parse for an append (``start`` = previously
+    indexed size); for a rewrite ``start`` is 0. ``position`` is assigned by the journal.
+    """
+
+    kind: str
+    path: str
+    agent: str
+    dev: int
+    inode: int
+    size: int
+    mtime_ns: int
+    start: int
+    end: int
+    observed_ns: int
+    position: int = -1
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_wire(self) -> Wire:
+        return [
+            self.kind,
+            self.path,
+            self.agent,
+            self.dev,
+            self.inode,
+            self.size,
+            self.mtime_ns,
+            self.start,
+            self.end,
+            self.observed_ns,
+            self.position,
+            self.extra,
+        ]
+
+    @classmethod
+    def from_wire(cls, w: Wire) -> SourceEvent:
+        return cls(w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7], w[8], w[9], w[10], w[11])
