@@ -1,0 +1,225 @@
+"""The configuration file: one TOML file, read once at each entry point.
+
+It lives in ``store`` because both sides need it and neither may import the other: the
+pipeline writes where ``indexDir`` says, the query side reads from there and applies the regex
+limits. Lookup order: ``--config FILE``, else ``$SESSIONDEX_CONFIG``, else
+``$XDG_CONFIG_HOME/sessiondex/config.toml`` (``~/.config/...``); a missing default file means
+all defaults, a missing explicit file is an error. Unknown keys and out-of-range values are
+errors naming the key; nothing is silently clamped.
+
+    [sources]                      # a missing root is simply empty
+    pi = "~/.pi/agent/sessions"
+    claude = "~/.claude/projects"
+    codex = "~/.codex/sessions"
+
+    [memory]                       # the seed's memory block, same names, defaults and bounds
+    indexDir = "~/.local/state/sessiondex"
+    hotSessions = 50
+    ...
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+__all__ = ["MEMORY_KEYS", "Config", "ConfigError", "MemoryConfig", "load_config"]
+
+KIB = 1024
+MIB = 1024 * KIB
+GIB = 1024 * MIB
+
+
+class ConfigError(ValueError):
+    """The configuration cannot be used; the message names the file and the key."""
+
+
+@dataclass(frozen=True, slots=True)
+class _IntKey:
+    name: str
+    attr: str
+    default: int
+    low: int
+    high: int
+
+
+@dataclass(frozen=True, slots=True)
+class _BoolKey:
+    name: str
+    attr: str
+    default: bool
+
+
+# The seed's `memory` block: name, attribute, default, accepted range (reference §1.9).
+_INT_KEYS = (
+    _IntKey("maxSessions", "max_sessions", 500, 1, 100_000),
+    _IntKey("maxEntryChars", "max_entry_chars", 2000, 100, 1_000_000),
+    _IntKey("hotSessions", "hot_sessions", 50, 0, 100_000),
+    _IntKey("digestTerms", "digest_terms", 200, 1, 10_000),
+    _IntKey("maxColdVocabularyBytes", "max_cold_vocabulary_bytes", 524_288, 2, 64 * MIB),
+    _IntKey("maxColdCacheBytes", "max_cold_cache_bytes", 1_048_576, 512, 128 * MIB),
+    _IntKey("maxSyncSessions", "max_sync_sessions", 10_000, 1, 1_000_000),
+    _IntKey("maxSyncSourceBytes", "max_sync_source_bytes", 536_870_912, KIB, 8 * GIB),
+    _IntKey("maxCacheCleanupFiles", "max_cache_cleanup_files", 100_000, 1, 1_000_000),
+    _IntKey("regexMaxPatternBytes", "regex_max_pattern_bytes", 1024, 1, 64 * KIB),
+    _IntKey("regexMaxHaystackTerms", "regex_max_haystack_terms", 20_000, 1, 1_000_000),
+    _IntKey("regexMaxHaystackBytes", "regex_max_haystack_bytes", 2_097_152, KIB, 128 * MIB),
+    _IntKey("regexTimeoutMs", "regex_timeout_ms", 250, 10, 10_000),
+)
+_BOOL_KEYS = (
+    _BoolKey("enabled", "enabled", True),
+    _BoolKey("indexThinking", "index_thinking", False),
+    _BoolKey("indexToolOutput", "index_tool_output", True),
+)
+MEMORY_KEYS = tuple(k.name for k in _INT_KEYS) + tuple(k.name for k in _BOOL_KEYS) + ("indexDir",)
+_SOURCE_KEYS = ("pi", "claude", "codex")
+_DEFAULT_ROOTS = {
+    "pi": "~/.pi/agent/sessions",
+    "claude": "~/.claude/projects",
+    "codex": "~/.codex/sessions",
+}
+
+
+def _default_index_dir() -> Path:
+    state = os.environ.get("XDG_STATE_HOME") or "~/.local/state"
+    return Path(state).expanduser() / "sessiondex"
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryConfig:
+    index_dir: Path = field(default_factory=_default_index_dir)
+    enabled: bool = True
+    max_sessions: int = 500
+    max_entry_chars: int = 2000
+    index_thinking: bool = False
+    index_tool_output: bool = True
+    hot_sessions: int = 50
+    digest_terms: int = 200
+    max_cold_vocabulary_bytes: int = 524_288
+    max_cold_cache_bytes: int = 1_048_576
+    max_sync_sessions: int = 10_000
+    max_sync_source_bytes: int = 536_870_912
+    max_cache_cleanup_files: int = 100_000
+    regex_max_pattern_bytes: int = 1024
+    regex_max_haystack_terms: int = 20_000
+    regex_max_haystack_bytes: int = 2_097_152
+    regex_timeout_ms: int = 250
+
+
+@dataclass(frozen=True, slots=True)
+class Config:
+    """Resolved configuration. ``roots`` maps agent → absolute root (may not exist)."""
+
+    roots: Mapping[str, Path]
+    memory: MemoryConfig
+    path: Path | None = None
+
+    @property
+    def index_dir(self) -> Path:
+        return self.memory.index_dir
+
+    @classmethod
+    def from_mapping(
+        cls, data: Mapping[str, Any], *, path: Path | None = None, base: Path | None = None
+    ) -> Config:
+        """Validate a parsed TOML document. Relative paths resolve against *base*."""
+        where = str(path) if path else "<config>"
+        base = base or (path.parent if path else Path.cwd())
+        unknown = set(data) - {"sources", "memory"}
+        if unknown:
+            raise ConfigError(f"{where}: unknown section or key {sorted(unknown)[0]!r}")
+        sources = _table(data, "sources", where)
+        memory = _table(data, "memory", where)
+        roots: dict[str, Path] = {}
+        for key in sources:
+            if key not in _SOURCE_KEYS:
+                raise ConfigError(
+                    f"{where}: unknown key sources.{key} (expected one of {', '.join(_SOURCE_KEYS)})"
+                )
+        for key in _SOURCE_KEYS:
+            raw = sources.get(key, _DEFAULT_ROOTS[key])
+            if not isinstance(raw, str) or not raw.strip():
+                raise ConfigError(f"{where}: sources.{key} must be a non-empty path string")
+            roots[key] = _resolve(raw, base)
+        values: dict[str, Any] = {}
+        for key in memory:
+            if key not in MEMORY_KEYS:
+                raise ConfigError(f"{where}: unknown key memory.{key}")
+        for ik in _INT_KEYS:
+            if ik.name in memory:
+                v = memory[ik.name]
+                if isinstance(v, bool) or not isinstance(v, int):
+                    raise ConfigError(f"{where}: memory.{ik.name} must be an integer, got {v!r}")
+                if not ik.low <= v <= ik.high:
+                    raise ConfigError(
+                        f"{where}: memory.{ik.name} = {v} is out of range {ik.low}..{ik.high}"
+                    )
+                values[ik.attr] = v
+        for bk in _BOOL_KEYS:
+            if bk.name in memory:
+                v = memory[bk.name]
+                if not isinstance(v, bool):
+                    raise ConfigError(f"{where}: memory.{bk.name} must be true or false, got {v!r}")
+                values[bk.attr] = v
+        if "indexDir" in memory:
+            raw = memory["indexDir"]
+            if not isinstance(raw, str) or not raw.strip():
+                raise ConfigError(f"{where}: memory.indexDir must be a non-empty path string")
+            values["index_dir"] = _resolve(raw, base)
+        return cls(roots=roots, memory=MemoryConfig(**values), path=path)
+
+    def to_toml(self) -> str:
+        """Every key with its value: what `pipeline config` prints and the example file holds."""
+        lines = ["[sources]"]
+        lines += [f'{k} = "{v}"' for k, v in self.roots.items()]
+        lines += ["", "[memory]", f'indexDir = "{self.memory.index_dir}"']
+        names = {f.name for f in fields(MemoryConfig)}
+        for bk in _BOOL_KEYS:
+            lines.append(f"{bk.name} = {str(getattr(self.memory, bk.attr)).lower()}")
+        for ik in _INT_KEYS:
+            assert ik.attr in names
+            lines.append(f"{ik.name} = {getattr(self.memory, ik.attr)}")
+        return "\n".join(lines) + "\n"
+
+
+def _table(data: Mapping[str, Any], name: str, where: str) -> Mapping[str, Any]:
+    value = data.get(name, {})
+    if not isinstance(value, Mapping):
+        raise ConfigError(f"{where}: [{name}] must be a table")
+    return value
+
+
+def _resolve(raw: str, base: Path) -> Path:
+    p = Path(os.path.expandvars(raw)).expanduser()
+    return (p if p.is_absolute() else base / p).resolve()
+
+
+def default_config_path() -> Path:
+    xdg = os.environ.get("XDG_CONFIG_HOME") or "~/.config"
+    return Path(xdg).expanduser() / "sessiondex" / "config.toml"
+
+
+def load_config(explicit: str | os.PathLike[str] | None = None) -> Config:
+    """Read the configuration the way every command does (see the module docstring)."""
+    if explicit is None:
+        env = os.environ.get("SESSIONDEX_CONFIG")
+        explicit = env if env else None
+    if explicit is not None:
+        path = Path(explicit).expanduser()
+        if not path.is_file():
+            raise ConfigError(f"config file {path} does not exist (given by --config or env)")
+    else:
+        path = default_config_path()
+        if not path.is_file():
+            return Config.from_mapping({}, path=None, base=Path.cwd())
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read config file {path}: {exc}") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: not valid TOML: {exc}") from exc
+    return Config.from_mapping(data, path=path.resolve())
