@@ -1,0 +1,106 @@
+"""atomic_write and ensure_dir: all-or-nothing replacement, private modes under any umask."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from store import atomic
+from store.atomic import atomic_write, ensure_dir
+
+
+def _mode(path: Path) -> int:
+    return stat.S_IMODE(path.stat().st_mode)
+
+
+def test_writes_new_file_0600_and_leaves_no_temp(tmp_path: Path, umask: int) -> None:
+    target = tmp_path / "rec"
+    atomic_write(target, b"abc")
+    assert target.read_bytes() == b"abc"
+    assert _mode(target) == 0o600
+    assert os.listdir(tmp_path) == ["rec"]
+
+
+def test_replaces_existing_content(tmp_path: Path) -> None:
+    target = tmp_path / "CURRENT"
+    target.write_bytes(b"old contents that are longer")
+    target.chmod(0o644)
+    atomic_write(target, b"new")
+    assert target.read_bytes() == b"new"
+    assert _mode(target) == 0o600
+
+
+@pytest.mark.parametrize("fail", ["fsync", "replace", "write"])
+def test_failed_write_keeps_old_content_and_no_temp(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fail: str
+) -> None:
+    # Given a published file
+    target = tmp_path / "CURRENT"
+    atomic_write(target, b"generation 1\n")
+
+    # When the next write dies before the rename (disk full, crash simulated by raising)
+    def boom(*args: object, **kwargs: object) -> None:
+        raise OSError(28, "No space left on device")
+
+    if fail == "write":
+        real_fdopen = os.fdopen
+
+        class FailingFile:
+            def __init__(self, fd: int, mode: str) -> None:
+                self._f = real_fdopen(fd, mode)
+
+            def __enter__(self) -> FailingFile:
+                return self
+
+            def __exit__(self, *exc: object) -> None:
+                self._f.close()
+
+            def fileno(self) -> int:
+                return self._f.fileno()
+
+            def write(self, data: bytes) -> int:
+                self._f.write(data[:3])  # a torn, partial write
+                raise OSError(28, "No space left on device")
+
+        monkeypatch.setattr(atomic.os, "fdopen", FailingFile)
+    else:
+        monkeypatch.setattr(atomic.os, fail, boom)
+    with pytest.raises(OSError, match="No space"):
+        atomic_write(target, b"generation 2\n")
+
+    # Then readers still see the old bytes and no temp file is left behind
+    monkeypatch.undo()
+    assert target.read_bytes() == b"generation 1\n"
+    assert os.listdir(tmp_path) == ["CURRENT"]
+
+
+def test_failed_first_write_leaves_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(atomic.os, "fsync", lambda fd: (_ for _ in ()).throw(OSError(5, "EIO")))
+    with pytest.raises(OSError, match="EIO"):
+        atomic_write(tmp_path / "rec", b"x")
+    assert os.listdir(tmp_path) == []
+
+
+def test_ensure_dir_creates_parents_0700(tmp_path: Path, umask: int) -> None:
+    base = tmp_path / "base"
+    base.mkdir(mode=0o755)
+    base.chmod(0o755)
+    target = base / "a" / "b" / "c"
+    assert ensure_dir(target) == target
+    for p in (base / "a", base / "a" / "b", target):
+        assert _mode(p) == 0o700, p
+    # an existing folder is not ours to change
+    assert _mode(base) == 0o755
+
+
+def test_ensure_dir_is_idempotent_and_refuses_a_file(tmp_path: Path) -> None:
+    d = ensure_dir(tmp_path / "d")
+    d.chmod(0o750)
+    ensure_dir(d)
+    assert _mode(d) == 0o750
+    (tmp_path / "f").write_bytes(b"")
+    with pytest.raises(OSError):
+        ensure_dir(tmp_path / "f" / "sub")
