@@ -1,0 +1,72 @@
+"""Discovery: which files under the configured roots are sessions, and their stat stamps.
+
+A stamp is (dev, inode, size, mtime_ns, ctime_ns). An in-place rewrite always moves ctime,
+even when the writer restores mtime and keeps the size, so an unchanged stamp proves the
+bytes the index holds are still the file's bytes without reading it.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = ["Candidate", "Stamp", "discover", "stamp_of"]
+
+Stamp = tuple[int, int, int, int, int]
+
+
+def stamp_of(st: os.stat_result) -> Stamp:
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """A session file found under an agent's root."""
+
+    path: str
+    agent: str
+    stamp: Stamp
+
+    @property
+    def size(self) -> int:
+        return self.stamp[2]
+
+    @property
+    def mtime_ns(self) -> int:
+        return self.stamp[3]
+
+
+def _walk(root: Path) -> Iterator[Path]:
+    # os.walk without following symlinks: a link out of the root must never be indexed.
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+        dirnames.sort()
+        for name in sorted(filenames):
+            if name.endswith(".jsonl") and not name.startswith("."):
+                yield Path(dirpath) / name
+
+
+def discover(roots: Mapping[str, Path]) -> tuple[list[Candidate], list[tuple[str, str, str]]]:
+    """Every ``*.jsonl`` regular file under each root, with its stamp.
+
+    Returns (candidates, problems) where a problem is (path, agent, reason) for a file that
+    vanished or cannot be stat'ed between listing and stat. A missing root is simply empty.
+    """
+    found: list[Candidate] = []
+    problems: list[tuple[str, str, str]] = []
+    for agent, root in sorted(roots.items()):
+        if not root.is_dir():
+            continue
+        for path in _walk(root):
+            try:
+                st = path.lstat()
+            except FileNotFoundError:
+                continue
+            except OSError:
+                problems.append((str(path), agent, "source_unavailable"))
+                continue
+            if not os.path.isfile(path) or path.is_symlink():
+                continue
+            found.append(Candidate(str(path), agent, stamp_of(st)))
+    return found, problems

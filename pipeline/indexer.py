@@ -1,0 +1,261 @@
+"""Catch-up indexing: make the published index match the session files, then stop.
+
+::
+
+    discover roots ─► stamps ─► tier (global, by mtime) ─► compare with CURRENT's manifest
+        unchanged (same stamp, tier, policy) ─► reuse its SessionState as is
+        changed / new / re-tiered ───────────► worker processes: session_job.index_session
+        gone ─────────────────────────────────► dropped
+    ─► publish generation N+1 (only when something differs) ─► collect garbage
+
+Work is done in batches bounded by ``maxSyncSessions`` and ``maxSyncSourceBytes``; each batch
+publishes a generation, and a generation published while work is still pending names the
+pending sessions (``skipped`` with the budget reason) so readers report coverage honestly.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import structlog
+
+from pipeline.discovery import Candidate, discover
+from pipeline.session_job import Job, JobResult, index_session
+from stages.policy import Policy
+from stages.tier import assign_tiers
+from store.config import Config
+from store.errors import SnapshotMissing
+from store.reader import open_snapshot
+from store.records import Manifest, SessionState, SkippedFile
+from store.writer import StoreWriter
+
+__all__ = ["RunReport", "build_index", "policy_of"]
+
+log = structlog.get_logger()
+
+# Below this much source, spawning worker processes costs more than it saves.
+INLINE_BYTES = 8 * 1024 * 1024
+
+Progress = Callable[[int, int, int, int], None]  # done, total, bytes done, bytes total
+
+
+def policy_of(config: Config) -> Policy:
+    m = config.memory
+    return Policy(
+        max_entry_chars=m.max_entry_chars,
+        index_thinking=m.index_thinking,
+        index_tool_output=m.index_tool_output,
+        max_cold_vocabulary_bytes=m.max_cold_vocabulary_bytes,
+        max_cold_cache_bytes=m.max_cold_cache_bytes,
+    )
+
+
+@dataclass(slots=True)
+class RunReport:
+    """What one catch-up run did."""
+
+    eligible: int = 0
+    reused: int = 0
+    indexed: int = 0
+    failed: int = 0
+    removed: int = 0
+    source_bytes_read: int = 0
+    bytes_written: int = 0
+    generations: list[int] = field(default_factory=list)
+    errors: list[tuple[str, str]] = field(default_factory=list)
+    seconds: float = 0.0
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "eligible": self.eligible,
+            "reused": self.reused,
+            "indexed": self.indexed,
+            "failed": self.failed,
+            "removed": self.removed,
+            "sourceBytesRead": self.source_bytes_read,
+            "bytesWritten": self.bytes_written,
+            "generations": list(self.generations),
+            "seconds": round(self.seconds, 3),
+        }
+
+
+def _previous(index_dir: Path, policy: str) -> tuple[Manifest | None, dict[str, SessionState]]:
+    try:
+        manifest = open_snapshot(index_dir).manifest
+    except SnapshotMissing:
+        return None, {}
+    if manifest.policy != policy:
+        return manifest, {}
+    return manifest, {s.path: s for s in manifest.sessions}
+
+
+def _same_stamp(state: SessionState, c: Candidate) -> bool:
+    return (state.dev, state.inode, state.size, state.mtime_ns, state.ctime_ns) == c.stamp
+
+
+def _batches(
+    jobs: Sequence[Job], sizes: dict[str, int], max_sessions: int, max_bytes: int
+) -> Iterator[list[Job]]:
+    batch: list[Job] = []
+    used = 0
+    for job in jobs:
+        size = sizes[job.path]
+        if batch and (len(batch) >= max_sessions or used + size > max_bytes):
+            yield batch
+            batch, used = [], 0
+        batch.append(job)
+        used += size
+    if batch:
+        yield batch
+
+
+def _run_jobs(jobs: Sequence[Job], processes: int | None, inline: bool) -> Iterator[JobResult]:
+    if inline or len(jobs) <= 1:
+        yield from map(index_session, jobs)
+        return
+    import multiprocess  # deferred: spawning costs nothing until there is real work
+
+    ctx = multiprocess.get_context("spawn")
+    workers = max(1, min(processes or os.cpu_count() or 1, len(jobs)))
+    with ctx.Pool(workers) as pool:
+        yield from pool.imap_unordered(index_session, jobs, chunksize=1)
+
+
+def build_index(
+    config: Config,
+    *,
+    processes: int | None = None,
+    progress: Progress | None = None,
+    now_ns: Callable[[], int] = time.time_ns,
+) -> RunReport:
+    """Index every session under the configured roots and publish; see the module doc."""
+    started = time.perf_counter()
+    policy = policy_of(config)
+    fingerprint = policy.fingerprint()
+    writer = StoreWriter(config.index_dir)
+    report = RunReport()
+    log.info("index.started", index_dir=str(config.index_dir))
+    with writer.lock():
+        previous, prior = _previous(config.index_dir, fingerprint)
+        candidates, problems = discover(config.roots)
+        report.eligible = len(candidates) + len(problems)
+        tiers = assign_tiers(((c.path, c.mtime_ns) for c in candidates), config.memory.hot_sessions)
+        current: dict[str, SessionState] = {}
+        jobs: list[Job] = []
+        for c in candidates:
+            state = prior.get(c.path)
+            if state is not None and state.tier == tiers[c.path] and _same_stamp(state, c):
+                current[c.path] = state
+                continue
+            jobs.append(Job(c.path, c.agent, tiers[c.path], policy, str(config.index_dir)))
+        report.reused = len(current)
+        skipped = {p: SkippedFile(p, a, r) for p, a, r in problems}
+        by_path = {c.path: c for c in candidates}
+        report.removed = sum(1 for p in prior if p not in by_path)
+        # Biggest first keeps the pool busy to the end instead of waiting on one straggler.
+        jobs.sort(key=lambda j: (-by_path[j.path].size, j.path))
+        sizes = {c.path: c.size for c in candidates}
+        total_bytes = sum(sizes[j.path] for j in jobs)
+        inline = total_bytes < INLINE_BYTES
+        changed = bool(jobs) or report.removed > 0 or _skipped_changed(previous, skipped)
+        if not changed:
+            report.seconds = time.perf_counter() - started
+            log.info("index.done", **report.as_dict())
+            return report
+        batches = list(
+            _batches(
+                jobs, sizes, config.memory.max_sync_sessions, config.memory.max_sync_source_bytes
+            )
+        )
+        done_sessions = done_bytes = 0
+        for number, batch in enumerate(batches):
+            for result in _run_jobs(batch, processes, inline):
+                done_sessions += 1
+                done_bytes += sizes[result.path]
+                report.source_bytes_read += result.source_bytes
+                report.bytes_written += result.bytes_written
+                if result.state is not None:
+                    current[result.path] = result.state
+                    skipped.pop(result.path, None)
+                    report.indexed += 1
+                else:
+                    current.pop(result.path, None)
+                    reason = result.reason or "index_error"
+                    skipped[result.path] = SkippedFile(result.path, result.agent, reason)
+                    report.failed += 1
+                    if result.error:
+                        report.errors.append((result.path, result.error))
+                        log.error("session.failed", path=result.path, traceback=result.error)
+                    else:
+                        log.warning("session.skipped", path=result.path, reason=reason)
+                if progress is not None:
+                    progress(done_sessions, len(jobs), done_bytes, total_bytes)
+            pending = [j for later in batches[number + 1 :] for j in later]
+            reasons: tuple[str, ...] = ()
+            pending_skips: dict[str, SkippedFile] = {}
+            if pending:
+                reason = (
+                    "max_sync_sessions"
+                    if len(batch) >= config.memory.max_sync_sessions
+                    else "max_sync_source_bytes"
+                )
+                reasons = (reason,)
+                for j in pending:
+                    if j.path not in current:
+                        pending_skips[j.path] = SkippedFile(j.path, j.agent, reason)
+            generation = writer.current_generation() + 1
+            manifest = Manifest(
+                generation=generation,
+                created_ns=now_ns(),
+                policy=fingerprint,
+                roots={agent: str(root) for agent, root in config.roots.items()},
+                hot_sessions=config.memory.hot_sessions,
+                sessions=tuple(current[p] for p in sorted(current)),
+                skipped=tuple(
+                    sorted({**skipped, **pending_skips}.values(), key=lambda s: s.path)
+                ),
+                reasons=reasons,
+            )
+            before = writer.bytes_written
+            writer.publish(manifest)
+            report.bytes_written += writer.bytes_written - before
+            report.generations.append(generation)
+            log.info("generation.published", generation=generation, sessions=len(current))
+        writer.collect_garbage()
+    report.seconds = time.perf_counter() - started
+    log.info("index.done", **report.as_dict())
+    return report
+
+
+def _skipped_changed(previous: Manifest | None, skipped: dict[str, SkippedFile]) -> bool:
+    if previous is None:
+        return True
+    return {s.path: s for s in previous.skipped} != skipped
+
+
+def tty_progress(stream: object = sys.stderr) -> Progress | None:
+    """A one-line progress bar on a terminal; None (quiet) otherwise."""
+    isatty = getattr(stream, "isatty", None)
+    if not (callable(isatty) and isatty()):
+        return None
+    write = stream.write  # type: ignore[attr-defined]
+    flush = stream.flush  # type: ignore[attr-defined]
+
+    def show(done: int, total: int, done_bytes: int, total_bytes: int) -> None:
+        width = 30
+        filled = width * done // max(total, 1)
+        write(
+            f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total} sessions "
+            f"{done_bytes / 1e6:.1f}/{total_bytes / 1e6:.1f} MB"
+        )
+        if done == total:
+            write("\n")
+        flush()
+
+    return show
+

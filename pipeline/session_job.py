@@ -1,0 +1,141 @@
+"""One session through the five stages, from its bytes to stored records.
+
+    read bytes (+fstat) ─► blake3 ─► parse ─► adapter ─► lineage ×2 ─► normalize ×2
+        ─► digest: SessionEntries + (HotShard | ColdDigest) ─► StoreWriter.put ─► SessionState
+
+This runs inside a worker process; everything it receives and returns is a plain, picklable
+value. The stamp recorded is the one of the open file descriptor the bytes were read from, so
+a writer appending meanwhile makes the session look stale next time, never silently current.
+"""
+
+from __future__ import annotations
+
+import os
+import traceback
+from dataclasses import dataclass
+from pathlib import Path
+
+import blake3
+
+from pipeline.discovery import Stamp, stamp_of
+from stages.digest import SessionFold, ViewInput, build_digest, build_entries, build_shard, summarize
+from stages.lineage import lineage
+from stages.normalize import normalize
+from stages.policy import Policy
+from stages.read import read_session
+from stages.tier import HOT
+from store.records import SessionState
+from store.writer import StoreWriter
+
+__all__ = ["Job", "JobResult", "index_session", "read_source"]
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    path: str
+    agent: str
+    tier: str
+    policy: Policy
+    index_dir: str
+
+
+@dataclass(frozen=True, slots=True)
+class JobResult:
+    """A new SessionState, or the reason the session could not be indexed."""
+
+    path: str
+    agent: str
+    state: SessionState | None
+    bytes_written: int
+    source_bytes: int
+    reason: str | None = None
+    error: str | None = None
+
+
+def read_source(path: str) -> tuple[bytes, Stamp]:
+    """The file's bytes and the stamp of the descriptor they were read from."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    try:
+        st = os.fstat(fd)
+        chunks: list[bytes] = []
+        remaining = st.st_size
+        while remaining > 0:
+            chunk = os.read(fd, min(remaining, 1 << 24))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            remaining -= len(chunk)
+        data = b"".join(chunks)
+    finally:
+        os.close(fd)
+    dev, ino, _, mtime_ns, ctime_ns = stamp_of(st)
+    # If the file shrank while reading, the stamp must describe what was read.
+    return data, (dev, ino, len(data), mtime_ns, ctime_ns)
+
+
+def index_session(job: Job) -> JobResult:
+    """Run every stage for one session and store its records. Never raises."""
+    try:
+        data, stamp = read_source(job.path)
+    except OSError:
+        return JobResult(job.path, job.agent, None, 0, 0, reason="source_unavailable")
+    try:
+        return _index(job, data, stamp)
+    except Exception:  # a bug in a stage must cost one session, not the run
+        return JobResult(
+            job.path,
+            job.agent,
+            None,
+            0,
+            len(data),
+            reason="index_error",
+            error=traceback.format_exc(),
+        )
+
+
+def _index(job: Job, data: bytes, stamp: Stamp) -> JobResult:
+    source_hash = blake3.blake3(data).hexdigest()
+    session = read_session(data, job.path, job.agent)
+    views = [
+        ViewInput(lin, normalize(session, lin, job.policy))
+        for lin in (lineage(session, "active"), lineage(session, "all"))
+    ]
+    fold = SessionFold(
+        path=job.path,
+        session_id=session.session_id,
+        agent=session.agent,
+        cwd=session.cwd,
+        source_hash=source_hash,
+        policy=job.policy.fingerprint(),
+        file_reasons=session.reasons,
+    )
+    writer = StoreWriter(Path(job.index_dir))
+    entries_name, entries_bytes = writer.put(build_entries(fold, views))
+    record = (
+        build_shard(fold, views, job.policy)
+        if job.tier == HOT
+        else build_digest(fold, views, job.policy)
+    )
+    index_name, index_bytes = writer.put(record)
+    dev, ino, size, mtime_ns, ctime_ns = stamp
+    state = SessionState(
+        path=job.path,
+        agent=session.agent,
+        session_id=session.session_id,
+        cwd=session.cwd,
+        parent_session=session.parent_session,
+        dev=dev,
+        inode=ino,
+        size=size,
+        mtime_ns=mtime_ns,
+        ctime_ns=ctime_ns,
+        source_hash=source_hash,
+        tier=job.tier,
+        index_record=index_name,
+        index_bytes=index_bytes,
+        entries_record=entries_name,
+        entries_bytes=entries_bytes,
+        views=summarize(fold, views, record),
+        sidechain=session.sidechain,
+    )
+    return JobResult(job.path, job.agent, state, writer.bytes_written, len(data))

@@ -1,0 +1,176 @@
+"""`pipeline status`: how complete and healthy the published index is, right now.
+
+It compares CURRENT's manifest with a fresh look at the roots: a session whose stamp moved
+since it was indexed is *stale*, a file the manifest does not know is *new*, and a session
+whose records carry coverage reasons is *incomplete* (named, with its reasons).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pipeline.discovery import discover
+from store.config import Config
+from store.errors import SnapshotMissing
+from store.reader import open_snapshot
+
+__all__ = ["Status", "collect_status", "render_status"]
+
+
+@dataclass(slots=True)
+class Status:
+    index_dir: str
+    generation: int | None = None
+    published_ns: int | None = None
+    eligible: int = 0
+    indexed: int = 0
+    stale: int = 0
+    new: int = 0
+    skipped: int = 0
+    incomplete: int = 0
+    hot: int = 0
+    cold: int = 0
+    source_bytes: dict[str, int] = field(default_factory=lambda: {"hot": 0, "cold": 0})
+    record_bytes: dict[str, int] = field(default_factory=lambda: {"hot": 0, "cold": 0})
+    entries_bytes: int = 0
+    index_bytes: int = 0
+    reasons: list[str] = field(default_factory=list)
+    incomplete_sessions: list[dict[str, Any]] = field(default_factory=list)
+    stale_sessions: list[str] = field(default_factory=list)
+    new_sessions: list[str] = field(default_factory=list)
+    skipped_sessions: list[dict[str, str]] = field(default_factory=list)
+    agents: dict[str, int] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        def ratio(a: int, b: int) -> float | None:
+            return round(a / b, 6) if b else None
+
+        src = self.source_bytes
+        rec = self.record_bytes
+        return {
+            "indexDir": self.index_dir,
+            "generation": self.generation,
+            "publishedAt": self.published_ns // 1_000_000 if self.published_ns else None,
+            "eligible": self.eligible,
+            "indexed": self.indexed,
+            "stale": self.stale,
+            "new": self.new,
+            "skipped": self.skipped,
+            "incomplete": self.incomplete,
+            "hot": self.hot,
+            "cold": self.cold,
+            "agents": dict(sorted(self.agents.items())),
+            "sourceBytes": {**src, "total": src["hot"] + src["cold"]},
+            "recordBytes": {**rec, "entries": self.entries_bytes},
+            "indexBytes": self.index_bytes,
+            "cacheSourceRatio": {
+                "hot": ratio(rec["hot"], src["hot"]),
+                "cold": ratio(rec["cold"], src["cold"]),
+                "index": ratio(self.index_bytes, src["hot"] + src["cold"]),
+            },
+            "reasons": self.reasons,
+            "incompleteSessions": self.incomplete_sessions,
+            "staleSessions": self.stale_sessions,
+            "newSessions": self.new_sessions,
+            "skippedSessions": self.skipped_sessions,
+        }
+
+
+def _tree_bytes(root: Path) -> int:
+    total = 0
+    for dirpath, _, files in os.walk(root):
+        for name in files:
+            try:
+                total += os.lstat(os.path.join(dirpath, name)).st_size
+            except FileNotFoundError:
+                continue
+    return total
+
+
+def collect_status(config: Config) -> Status:
+    """Read CURRENT and the roots; never writes."""
+    status = Status(index_dir=str(config.index_dir))
+    candidates, problems = discover(config.roots)
+    live = {c.path: c for c in candidates}
+    status.eligible = len(candidates) + len(problems)
+    try:
+        snapshot = open_snapshot(config.index_dir)
+    except SnapshotMissing:
+        status.new = len(candidates)
+        status.new_sessions = sorted(live)
+        return status
+    manifest = snapshot.manifest
+    status.generation = manifest.generation
+    status.published_ns = manifest.created_ns
+    status.reasons = list(manifest.reasons)
+    status.index_bytes = _tree_bytes(config.index_dir)
+    known: set[str] = set()
+    for s in manifest.sessions:
+        known.add(s.path)
+        c = live.get(s.path)
+        if c is None or c.stamp != (s.dev, s.inode, s.size, s.mtime_ns, s.ctime_ns):
+            status.stale += 1
+            status.stale_sessions.append(s.path)
+        else:
+            status.indexed += 1
+        status.agents[s.agent] = status.agents.get(s.agent, 0) + 1
+        if s.tier == "hot":
+            status.hot += 1
+        else:
+            status.cold += 1
+        status.source_bytes[s.tier] += s.size
+        status.record_bytes[s.tier] += s.index_bytes
+        status.entries_bytes += s.entries_bytes
+        reasons = sorted({r for v in s.views for r in v.reasons if v.branches == "active"})
+        if reasons:
+            status.incomplete += 1
+            status.incomplete_sessions.append(
+                {
+                    "path": s.path,
+                    "agent": s.agent,
+                    "sessionId": f"{s.agent}:{s.session_id}",
+                    "tier": s.tier,
+                    "reasons": reasons,
+                }
+            )
+    for sk in manifest.skipped:
+        known.add(sk.path)
+        status.skipped += 1
+        status.skipped_sessions.append({"path": sk.path, "agent": sk.agent, "reason": sk.reason})
+    status.new_sessions = sorted(p for p in live if p not in known)
+    status.new = len(status.new_sessions)
+    return status
+
+
+def render_status(status: Status) -> str:
+    d = status.as_dict()
+    if d["generation"] is None:
+        return (
+            f"index {d['indexDir']}: nothing published yet; {d['eligible']} eligible sessions.\n"
+            "Run `pipeline run --once` to build the index.\n"
+        )
+    ratio = d["cacheSourceRatio"]
+    lines = [
+        f"index       {d['indexDir']} (generation {d['generation']})",
+        f"sessions    {d['indexed']} indexed of {d['eligible']} eligible; "
+        f"{d['stale']} stale, {d['new']} new, {d['skipped']} skipped, "
+        f"{d['incomplete']} incomplete",
+        f"tiers       {d['hot']} hot, {d['cold']} cold; agents "
+        + ", ".join(f"{k} {v}" for k, v in d["agents"].items()),
+        f"bytes       source {d['sourceBytes']['total']:,}; index {d['indexBytes']:,} "
+        f"(hot ratio {ratio['hot']}, cold ratio {ratio['cold']}, index ratio {ratio['index']})",
+    ]
+    if d["reasons"]:
+        lines.append("reasons     " + ", ".join(d["reasons"]))
+    for s in d["incompleteSessions"]:
+        lines.append(f"incomplete  {s['path']}: {', '.join(s['reasons'])}")
+    for sk in d["skippedSessions"]:
+        lines.append(f"skipped     {sk['path']}: {sk['reason']}")
+    for p in d["staleSessions"]:
+        lines.append(f"stale       {p}")
+    for p in d["newSessions"]:
+        lines.append(f"new         {p}")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,333 @@
+"""Digest: fold normalized entries into the records the query side reads.
+
+    NormalizeResult (complete text) ──► SessionEntries   every session (expand, hydration)
+                                    ──► HotShard         hot tier: display text + postings
+                                    ──► ColdDigest       cold tier: vocabulary + addresses
+
+Postings and vocabulary always cover each entry's *complete* normalized text; only the
+shard's display text is cut to ``maxEntryChars`` Unicode scalars. So a literal query stays
+provable on sessions with huge tool outputs, and ``max_entry_chars`` only qualifies phrase and
+regex answers, whose haystack is the display text.
+"""
+
+from __future__ import annotations
+
+from array import array
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+
+from stages.lineage import Lineage
+from stages.normalized import NormalizeResult
+from stages.policy import Policy
+from store.codec import encode
+from store.records import (
+    Address,
+    ColdDigest,
+    ColdView,
+    EntriesView,
+    HotShard,
+    NormalizedEntry,
+    SessionEntries,
+    ShardView,
+    ViewSummary,
+)
+from store.tokens import term_counts
+
+__all__ = [
+    "MAX_FILES_TOUCHED",
+    "RECORD_REASONS",
+    "SessionFold",
+    "ViewInput",
+    "address_of",
+    "build_digest",
+    "build_entries",
+    "build_shard",
+    "summarize",
+]
+
+MAX_FILES_TOUCHED = 50
+
+
+@dataclass(frozen=True, slots=True)
+class ViewInput:
+    """One branch mode's lineage and normalized entries, with its merged coverage reasons."""
+
+    lineage: Lineage
+    normalized: NormalizeResult
+
+    @property
+    def branches(self) -> str:
+        return self.lineage.branches
+
+    @property
+    def reasons(self) -> tuple[str, ...]:
+        return tuple(sorted(set(self.lineage.reasons) | set(self.normalized.reasons)))
+
+
+@dataclass(frozen=True, slots=True)
+class SessionFold:
+    """Identity of the session a record describes (shared by every record of it)."""
+
+    path: str
+    session_id: str
+    agent: str
+    cwd: str
+    source_hash: str
+    policy: str
+    file_reasons: tuple[str, ...]
+
+
+def _distinct(views: Sequence[ViewInput]) -> list[ViewInput]:
+    """``active`` first; ``all`` only when it selects other records than ``active``."""
+    active = next(v for v in views if v.branches == "active")
+    out = [active]
+    for v in views:
+        if v.branches != "active" and v.lineage.selected != active.lineage.selected:
+            out.append(v)
+    return out
+
+
+def _reasons(fold: SessionFold, view: ViewInput, extra: Sequence[str] = ()) -> tuple[str, ...]:
+    return tuple(sorted(set(fold.file_reasons) | set(view.reasons) | set(extra)))
+
+
+def build_entries(fold: SessionFold, views: Sequence[ViewInput]) -> SessionEntries:
+    """The complete normalized entries of every distinct view."""
+    return SessionEntries(
+        path=fold.path,
+        session_id=fold.session_id,
+        agent=fold.agent,
+        source_hash=fold.source_hash,
+        policy=fold.policy,
+        views=tuple(
+            EntriesView(
+                branches=v.branches,
+                lineage_fingerprint=v.lineage.fingerprint,
+                entries=v.normalized.entries,
+                reasons=_reasons(fold, v),
+            )
+            for v in _distinct(views)
+        ),
+    )
+
+
+def _display(entries: Sequence[NormalizedEntry], max_chars: int) -> tuple[list[NormalizedEntry], bool]:
+    out: list[NormalizedEntry] = []
+    cut_any = False
+    for e in entries:
+        if len(e.text) > max_chars:
+            # Python str indexes by Unicode scalar, so a cut never splits a character.
+            out.append(replace(e, text=e.text[:max_chars], truncated=True))
+            cut_any = True
+        else:
+            out.append(e)
+    return out, cut_any
+
+
+def build_shard(fold: SessionFold, views: Sequence[ViewInput], policy: Policy) -> HotShard:
+    """A hot shard: display entries plus postings over the complete texts."""
+    shard_views: list[ShardView] = []
+    for v in _distinct(views):
+        entries, cut = _display(v.normalized.entries, policy.max_entry_chars)
+        postings: dict[str, array[int]] = {}
+        lengths: list[int] = []
+        for pos, entry in enumerate(v.normalized.entries):
+            counts, length = term_counts(entry.text)
+            lengths.append(length)
+            for term, tf in counts.items():
+                arr = postings.get(term)
+                if arr is None:
+                    postings[term] = arr = array("I")
+                arr.append(pos)
+                arr.append(tf)
+        shard_views.append(
+            ShardView(
+                branches=v.branches,
+                lineage_fingerprint=v.lineage.fingerprint,
+                entries=tuple(entries),
+                token_counts=tuple(lengths),
+                postings={t: _le_bytes(a) for t, a in sorted(postings.items())},
+                reasons=_reasons(fold, v, ["max_entry_chars"] if cut else []),
+            )
+        )
+    return HotShard(
+        path=fold.path,
+        session_id=fold.session_id,
+        agent=fold.agent,
+        cwd=fold.cwd,
+        source_hash=fold.source_hash,
+        policy=fold.policy,
+        views=tuple(shard_views),
+    )
+
+
+def _le_bytes(a: array[int]) -> bytes:
+    if array("I", [1]).tobytes() != b"\x01\x00\x00\x00":  # pragma: no cover - big-endian hosts
+        a = array("I", a)
+        a.byteswap()
+    return a.tobytes()
+
+
+def address_of(e: NormalizedEntry) -> Address:
+    return (
+        e.index,
+        e.entry_id,
+        e.operation_address,
+        e.role,
+        e.tool,
+        e.timestamp,
+        e.ref,
+        e.provider,
+        e.action,
+        e.outcome,
+        e.is_error,
+    )
+
+
+def _vocabulary(entries: Sequence[NormalizedEntry], budget: int) -> tuple[list[str], int, bool]:
+    """Unique terms in entry order until the seed's JSON-size estimate passes *budget*."""
+    seen: set[str] = set()
+    order: list[str] = []
+    used = 2  # "[]"
+    for e in entries:
+        counts, _ = term_counts(e.text)
+        for term in counts:
+            if term in seen:
+                continue
+            # the seed's estimate: the JSON string's UTF-8 bytes, plus a comma after the first
+            cost = len(term.encode("utf-8")) + 2 + (1 if order else 0)
+            if used + cost > budget:
+                return order, used, True
+            seen.add(term)
+            order.append(term)
+            used += cost
+    return order, used, False
+
+
+def _blob(terms: Sequence[str]) -> bytes:
+    return b"\n".join(sorted(t.encode("utf-8") for t in terms))
+
+
+def build_digest(fold: SessionFold, views: Sequence[ViewInput], policy: Policy) -> ColdDigest:
+    """A cold digest honouring ``maxColdVocabularyBytes`` and ``maxColdCacheBytes``."""
+    cold_views: list[ColdView] = []
+    for v in _distinct(views):
+        entries = v.normalized.entries
+        terms, vocab_bytes, vocab_capped = _vocabulary(entries, policy.max_cold_vocabulary_bytes)
+        histogram: dict[str, int] = {}
+        files: dict[str, None] = {}
+        stamps = [e.timestamp for e in entries if e.timestamp is not None]
+        for e in entries:
+            if e.tool is not None:
+                histogram[e.tool] = histogram.get(e.tool, 0) + 1
+            for f in e.files_touched:
+                f = f.strip()
+                if f and len(files) < MAX_FILES_TOUCHED:
+                    files.setdefault(f, None)
+        extra = ["max_cold_vocabulary_bytes"] if vocab_capped else []
+        cold_views.append(
+            ColdView(
+                branches=v.branches,
+                lineage_fingerprint=v.lineage.fingerprint,
+                entry_count=len(entries),
+                first_ts=min(stamps) if stamps else None,
+                last_ts=max(stamps) if stamps else None,
+                files_touched=tuple(files),
+                tool_histogram=tuple(sorted(histogram.items())),
+                error_count=sum(1 for e in entries if e.is_error),
+                vocabulary=_blob(terms),
+                vocabulary_bytes=vocab_bytes,
+                addresses=tuple(address_of(e) for e in entries),
+                reasons=_reasons(fold, v, extra),
+            )
+        )
+    digest = ColdDigest(
+        path=fold.path,
+        session_id=fold.session_id,
+        agent=fold.agent,
+        cwd=fold.cwd,
+        source_hash=fold.source_hash,
+        policy=fold.policy,
+        views=tuple(cold_views),
+    )
+    return _fit(digest, policy.max_cold_cache_bytes)
+
+
+def _fit(digest: ColdDigest, cap: int) -> ColdDigest:
+    """Keep the persisted digest within *cap*: the longest address prefix that fits, then the
+    longest vocabulary prefix; either cut marks ``max_cold_cache_bytes``."""
+    if len(encode(digest)) <= cap:
+        return digest
+
+    def with_views(views: list[ColdView]) -> ColdDigest:
+        return replace(digest, views=tuple(views))
+
+    views = list(digest.views)
+    for i, view in enumerate(views):
+        reasons = tuple(sorted(set(view.reasons) | {"max_cold_cache_bytes"}))
+        views[i] = replace(view, reasons=reasons)
+    # Trim the views in order; a later view is emptied first so "active" keeps the most.
+    for i in reversed(range(len(views))):
+        full = views[i]
+
+        def addresses(n: int, full: ColdView = full, i: int = i) -> ColdDigest:
+            trial = list(views)
+            trial[i] = replace(full, addresses=full.addresses[:n])
+            return with_views(trial)
+
+        n = _longest(len(full.addresses), lambda n: len(encode(addresses(n))) <= cap)
+        if n >= 0:
+            views[i] = replace(full, addresses=full.addresses[:n])
+            return with_views(views)
+        terms = full.vocabulary.split(b"\n") if full.vocabulary else []
+
+        def vocab(n: int, full: ColdView = full, i: int = i) -> ColdDigest:
+            trial = list(views)
+            trial[i] = replace(full, addresses=(), vocabulary=b"\n".join(terms[:n]))
+            return with_views(trial)
+
+        m = _longest(len(terms), lambda n: len(encode(vocab(n))) <= cap)
+        views[i] = replace(full, addresses=(), vocabulary=b"\n".join(terms[: max(m, 0)]))
+        if m >= 0:
+            return with_views(views)
+    return with_views(views)
+
+
+def _longest(size: int, fits: Callable[[int], bool]) -> int:
+    """The largest n in 0..size with fits(n), or -1 when even 0 does not fit."""
+    if not fits(0):
+        return -1
+    lo, hi = 0, size
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if fits(mid):
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+# Reasons a record adds on top of lineage and normalization (display cut, digest caps).
+RECORD_REASONS = frozenset({"max_entry_chars", "max_cold_vocabulary_bytes", "max_cold_cache_bytes"})
+
+
+def summarize(
+    fold: SessionFold, views: Sequence[ViewInput], record: HotShard | ColdDigest
+) -> tuple[ViewSummary, ...]:
+    """Every view's summary (``all`` included even when it shares the active record)."""
+    out: list[ViewSummary] = []
+    for v in sorted(views, key=lambda v: v.branches != "active"):
+        added = [r for r in record.view(v.branches).reasons if r in RECORD_REASONS]
+        stamps = [e.timestamp for e in v.normalized.entries if e.timestamp is not None]
+        out.append(
+            ViewSummary(
+                branches=v.branches,
+                lineage_fingerprint=v.lineage.fingerprint,
+                leaf_id=v.lineage.leaf_id,
+                entry_count=len(v.normalized.entries),
+                reasons=_reasons(fold, v, added),
+                first_ts=min(stamps) if stamps else None,
+                last_ts=max(stamps) if stamps else None,
+            )
+        )
+    return tuple(out)

@@ -1,0 +1,83 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from store.config import MEMORY_KEYS, Config, ConfigError, load_config
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "config.toml"
+    path.write_text(text)
+    return path
+
+
+def test_missing_default_file_means_all_defaults(tmp_path, monkeypatch):
+    monkeypatch.delenv("SESSIONDEX_CONFIG", raising=False)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "nothing"))
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    config = load_config()
+    assert config.memory.hot_sessions == 50
+    assert config.memory.max_entry_chars == 2000
+    assert config.memory.index_thinking is False
+    assert config.memory.index_tool_output is True
+    assert config.index_dir == tmp_path / "state" / "sessiondex"
+    assert set(config.roots) == {"pi", "claude", "codex"}
+
+
+def test_every_seed_key_is_accepted_and_round_trips(tmp_path):
+    config = Config.from_mapping({}, base=tmp_path)
+    text = config.to_toml()
+    for key in MEMORY_KEYS:
+        assert f"{key} = " in text
+    again = load_config(write(tmp_path, text))
+    assert again.memory == config.memory
+    assert dict(again.roots) == dict(config.roots)
+
+
+def test_relative_paths_resolve_against_the_config_file(tmp_path):
+    path = write(tmp_path, '[sources]\npi = "sessions"\n[memory]\nindexDir = "idx"\n')
+    config = load_config(path)
+    assert config.roots["pi"] == tmp_path / "sessions"
+    assert config.index_dir == tmp_path / "idx"
+
+
+@pytest.mark.parametrize(
+    ("text", "named"),
+    [
+        ("[memory]\nhotSessions = -1\n", "memory.hotSessions"),
+        ("[memory]\nmaxEntryChars = 99\n", "memory.maxEntryChars"),
+        ("[memory]\nregexTimeoutMs = 10001\n", "memory.regexTimeoutMs"),
+        ("[memory]\nindexThinking = 1\n", "memory.indexThinking"),
+        ('[memory]\nhotSessions = "5"\n', "memory.hotSessions"),
+        ("[memory]\nhotSesions = 5\n", "memory.hotSesions"),
+        ('[sources]\nmsn = "x"\n', "sources.msn"),
+        ("[extra]\n", "extra"),
+        ("[memory]\nmaxColdCacheBytes = true\n", "memory.maxColdCacheBytes"),
+    ],
+)
+def test_bad_values_are_errors_naming_the_key(tmp_path, text, named):
+    with pytest.raises(ConfigError, match=named.replace(".", r"\.")):
+        load_config(write(tmp_path, text))
+
+
+def test_bounds_are_inclusive(tmp_path):
+    config = load_config(write(tmp_path, "[memory]\nhotSessions = 0\nregexTimeoutMs = 10000\n"))
+    assert config.memory.hot_sessions == 0
+    assert config.memory.regex_timeout_ms == 10000
+
+
+def test_explicit_missing_file_is_an_error(tmp_path):
+    with pytest.raises(ConfigError, match="does not exist"):
+        load_config(tmp_path / "nope.toml")
+
+
+def test_env_variable_names_the_file(tmp_path, monkeypatch):
+    monkeypatch.setenv("SESSIONDEX_CONFIG", str(write(tmp_path, "[memory]\nhotSessions = 3\n")))
+    assert load_config().memory.hot_sessions == 3
+
+
+def test_invalid_toml_is_reported(tmp_path):
+    with pytest.raises(ConfigError, match="not valid TOML"):
+        load_config(write(tmp_path, "[memory\n"))
