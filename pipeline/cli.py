@@ -44,36 +44,54 @@ def _parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
 
     def common(sp: argparse.ArgumentParser) -> None:
-        sp.add_argument("--config", help="configuration TOML (default: $SESSIONDEX_CONFIG, "
-                        "then $XDG_CONFIG_HOME/sessiondex/config.toml)")
+        sp.add_argument(
+            "--config",
+            help="configuration TOML (default: $SESSIONDEX_CONFIG, "
+            "then $XDG_CONFIG_HOME/sessiondex/config.toml)",
+        )
         sp.add_argument("--log-json", action="store_true", help="log JSON lines to stderr")
         sp.add_argument("-q", "--quiet", action="store_true", help="log warnings and errors only")
 
-    run = sub.add_parser("run", help="index the configured roots",
-                         epilog="Example: pipeline run --once")
+    run = sub.add_parser(
+        "run", help="index the configured roots", epilog="Example: pipeline run --once"
+    )
     common(run)
-    run.add_argument("--once", action="store_true",
-                     help="catch up with every root, publish a generation and exit")
-    run.add_argument("--processes", type=int, default=None,
-                     help="worker processes (default: one per CPU)")
+    run.add_argument(
+        "--once",
+        action="store_true",
+        help="catch up with every root, publish a generation and exit",
+    )
+    run.add_argument(
+        "--processes", type=int, default=None, help="worker processes (default: one per CPU)"
+    )
     run.add_argument("--json", action="store_true", help="print the run report as JSON")
 
-    st = sub.add_parser("status", help="coverage and health of the index",
-                        epilog="Example: pipeline status --json")
+    st = sub.add_parser(
+        "status", help="coverage and health of the index", epilog="Example: pipeline status --json"
+    )
     common(st)
     st.add_argument("--json", action="store_true", help="print JSON")
 
-    rb = sub.add_parser("rebuild", help="delete every derived record and index again",
-                        epilog="Example: pipeline rebuild")
+    rb = sub.add_parser(
+        "rebuild",
+        help="delete every derived record and index again",
+        epilog="Example: pipeline rebuild",
+    )
     common(rb)
     rb.add_argument("--processes", type=int, default=None)
 
-    cf = sub.add_parser("config", help="print the effective configuration",
-                        epilog="Example: pipeline config --config my.toml")
+    cf = sub.add_parser(
+        "config",
+        help="print the effective configuration",
+        epilog="Example: pipeline config --config my.toml",
+    )
     common(cf)
 
-    gen = sub.add_parser("generate", help="write a deterministic synthetic session corpus",
-                         epilog="Example: pipeline generate --out /tmp/corpus --sessions 300")
+    gen = sub.add_parser(
+        "generate",
+        help="write a deterministic synthetic session corpus",
+        epilog="Example: pipeline generate --out /tmp/corpus --sessions 300",
+    )
     gen.add_argument("rest", nargs=argparse.REMAINDER, help="arguments of pipeline.corpus")
     return p
 
@@ -93,7 +111,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "status":
             status = collect_status(config)
             if args.json:
-                sys.stdout.write(orjson.dumps(status.as_dict(), option=orjson.OPT_INDENT_2).decode())
+                sys.stdout.write(
+                    orjson.dumps(status.as_dict(), option=orjson.OPT_INDENT_2).decode()
+                )
                 sys.stdout.write("\n")
             else:
                 sys.stdout.write(render_status(status))

@@ -216,9 +216,7 @@ def build_index(
                 roots={agent: str(root) for agent, root in config.roots.items()},
                 hot_sessions=config.memory.hot_sessions,
                 sessions=tuple(current[p] for p in sorted(current)),
-                skipped=tuple(
-                    sorted({**skipped, **pending_skips}.values(), key=lambda s: s.path)
-                ),
+                skipped=tuple(sorted({**skipped, **pending_skips}.values(), key=lambda s: s.path)),
                 reasons=reasons,
             )
             before = writer.bytes_written
@@ -258,4 +256,3 @@ def tty_progress(stream: object = sys.stderr) -> Progress | None:
         flush()
 
     return show
-

@@ -18,7 +18,14 @@ from pathlib import Path
 import blake3
 
 from pipeline.discovery import Stamp, stamp_of
-from stages.digest import SessionFold, ViewInput, build_digest, build_entries, build_shard, summarize
+from stages.digest import (
+    SessionFold,
+    ViewInput,
+    build_digest,
+    build_entries,
+    build_shard,
+    summarize,
+)
 from stages.lineage import lineage
 from stages.normalize import normalize
 from stages.policy import Policy

@@ -111,7 +111,9 @@ def build_entries(fold: SessionFold, views: Sequence[ViewInput]) -> SessionEntri
     )
 
 
-def _display(entries: Sequence[NormalizedEntry], max_chars: int) -> tuple[list[NormalizedEntry], bool]:
+def _display(
+    entries: Sequence[NormalizedEntry], max_chars: int
+) -> tuple[list[NormalizedEntry], bool]:
     out: list[NormalizedEntry] = []
     cut_any = False
     for e in entries:
@@ -281,7 +283,9 @@ def _fit(digest: ColdDigest, cap: int) -> ColdDigest:
             return with_views(views)
         terms = full.vocabulary.split(b"\n") if full.vocabulary else []
 
-        def vocab(n: int, full: ColdView = full, i: int = i) -> ColdDigest:
+        def vocab(
+            n: int, full: ColdView = full, i: int = i, terms: list[bytes] = terms
+        ) -> ColdDigest:
             trial = list(views)
             trial[i] = replace(full, addresses=(), vocabulary=b"\n".join(terms[:n]))
             return with_views(trial)

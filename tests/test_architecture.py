@@ -1,6 +1,6 @@
 """The import direction of DESIGN §5, and that our four packages are the ones imported.
 
-    pipeline ──▶ stages ──▶ store        query ──▶ store (read API only)
+pipeline ──▶ stages ──▶ store        query ──▶ store (read API only)
 """
 
 from __future__ import annotations
