@@ -1,0 +1,136 @@
+"""The Pi adapter: a parsed Pi session file → an agent-neutral ``SourceSession``.
+
+The header is the first ``type: "session"`` record; later ``session`` records (a writer bug
+before pi 0.55.2 duplicated the header) are skipped and are not tree nodes. Every other record
+becomes a ``SourceRecord``, unknown types included, because children may point at them.
+
+Ids. v2/v3 records carry ``id``/``parentId`` and are taken as they are. v1 records carry none:
+Pi's migration gives each entry a random id and chains it to the previous entry in file order.
+We chain the same way but derive the id deterministically, so the index is reproducible:
+
+    derived id = first 8 hex of blake3(f"{session_id}\\x00{position}")
+
+extended to 16 hex, then to all 64, if it repeats an id already assigned earlier in file order
+(only earlier ones, so an append never changes an existing id). A record that has its own
+string ``id`` keeps it even in a v1 file (mixed files, or a v3 body whose header was lost); its
+``parentId`` is used when the key is present, otherwise it is chained like a v1 record.
+
+A v1 ``compaction`` names its first kept entry by ``firstKeptEntryIndex``: an index into the
+writer's entry array, header counted. ``extra["v1_entry_ids"]`` holds one slot per parsed record
+in file order (``None`` for ``session`` records), so ``v1_entry_id(session, index)`` gives the
+id Pi's migration would have linked to.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from pathlib import PurePath
+from typing import Any
+
+from blake3 import blake3
+
+from stages.source import ParseResult, SourceRecord, SourceSession
+
+__all__ = ["derived_id", "read_pi", "v1_entry_id"]
+
+AGENT = "pi"
+_HEADER = "session"
+
+
+def read_pi(parsed: ParseResult, path: str) -> SourceSession:
+    """Read a parsed Pi session file. Never raises on odd content: it becomes ``reasons``."""
+    reasons: set[str] = set()
+    if parsed.malformed_lines:
+        reasons.add("malformed_line")
+    raws = parsed.records
+    header_index = next((i for i, r in enumerate(raws) if r.value.get("type") == _HEADER), None)
+    header = raws[header_index].value if header_index is not None else None
+    if header_index != 0:
+        reasons.add("missing_session_header")
+    head: dict[str, Any] = header or {}
+
+    session_id: str = _str(head.get("id")) or PurePath(path).stem
+    version = _version(head.get("version"))
+    linear = version < 2
+
+    records: list[SourceRecord] = []
+    entry_ids: list[str | None] = []
+    used: set[str] = set()
+    previous: str | None = None
+    for raw in raws:
+        value = raw.value
+        kind = value.get("type")
+        if kind == _HEADER:
+            entry_ids.append(None)
+            continue
+        position = len(records)
+        own_id = _str(value.get("id"))
+        record_id: str | None
+        if linear:
+            record_id = own_id or derived_id(session_id, position, used)
+            parent_id = _str(value.get("parentId")) if "parentId" in value else previous
+        else:
+            record_id = own_id
+            parent_id = _str(value.get("parentId"))
+        if record_id is not None:
+            used.add(record_id)
+        previous = record_id
+        entry_ids.append(record_id)
+        records.append(
+            SourceRecord(
+                position=position,
+                line=raw.line,
+                offset=raw.offset,
+                id=record_id,
+                parent_id=parent_id,
+                kind=kind if isinstance(kind, str) else "unknown",
+                value=value,
+            )
+        )
+
+    extra: dict[str, Any] = {"v1_entry_ids": tuple(entry_ids)} if linear else {}
+    return SourceSession(
+        agent=AGENT,
+        path=path,
+        session_id=session_id,
+        cwd=_str(head.get("cwd")) or "",
+        version=version,
+        header=header,
+        records=tuple(records),
+        reasons=tuple(sorted(reasons)),
+        parent_session=_str(head.get("parentSession")) or _str(head.get("branchedFrom")),
+        extra=extra,
+    )
+
+
+def derived_id(session_id: str, position: int, used: Collection[str] = ()) -> str:
+    """The id a v1 record at ``position`` gets: 8 hex of blake3, longer only on a repeat."""
+    digest = blake3(f"{session_id}\x00{position}".encode("utf-8", "surrogatepass")).hexdigest()
+    for width in (8, 16):
+        if digest[:width] not in used:
+            return digest[:width]
+    return digest
+
+
+def v1_entry_id(session: SourceSession, index: int) -> str | None:
+    """The id of the entry a v1 ``firstKeptEntryIndex`` names, or ``None`` if there is none.
+
+    Mirrors Pi's migration: the index counts the header, and an index landing on a ``session``
+    record (or out of range, or in a file that is not v1) links nothing.
+    """
+    ids = session.extra.get("v1_entry_ids", ())
+    if isinstance(index, bool) or not 0 <= index < len(ids):
+        return None
+    found = ids[index]
+    return found if isinstance(found, str) else None
+
+
+def _str(value: object) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _version(value: object) -> int:
+    # ``header.version ?? 1``; a non-integer version is as good as absent.
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    return 1

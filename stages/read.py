@@ -1,0 +1,35 @@
+"""Parse a session file's bytes and hand them to the adapter of the agent that wrote them."""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+
+from stages.errors import BadInput
+from stages.parse import parse
+from stages.source import ParseResult, SourceSession
+
+__all__ = ["AGENTS", "read_session"]
+
+Reader = Callable[[ParseResult, str], SourceSession]
+
+# Each adapter is imported on first use, so reading one agent's files never loads the others'.
+_ADAPTERS: dict[str, tuple[str, str]] = {
+    "claude": ("stages.claude.source", "read_claude"),
+    "codex": ("stages.codex.source", "read_codex"),
+    "pi": ("stages.pi.source", "read_pi"),
+}
+AGENTS = tuple(sorted(_ADAPTERS))
+
+
+def read_session(data: bytes, path: str, agent: str) -> SourceSession:
+    """Read the complete lines of ``data`` as a session of ``agent``.
+
+    Raises ``BadInput`` for an agent we have no adapter for; odd content never raises.
+    """
+    try:
+        module, name = _ADAPTERS[agent]
+    except KeyError:
+        raise BadInput(f"unknown agent {agent!r}; expected one of {AGENTS}") from None
+    reader: Reader = getattr(importlib.import_module(module), name)
+    return reader(parse(data), path)
