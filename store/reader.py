@@ -1,0 +1,115 @@
+"""The read API: pin one published generation and load its records. Never writes.
+
+::
+
+    CURRENT ──► manifests/manifest-N ──► Snapshot(N) ──load(name)──► records/ab/ab…ef.shard
+
+A ``Snapshot`` is a consistent view: the writer never changes a published file, and garbage
+collection keeps the newest generations and anything younger than its grace period, so a
+reader holding generation N keeps loading N's records while N+1 is published. The query side
+imports only this module (plus records, tokens, codec, errors and layout).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Final
+
+import blake3
+
+from store.codec import T, decode
+from store.errors import CorruptRecord, SnapshotMissing
+from store.layout import IndexLayout, parse_manifest_name
+from store.records import Manifest, SessionState
+
+__all__ = ["Snapshot", "open_snapshot", "read_current"]
+
+# CURRENT can move between reading it and opening its manifest; a few retries cover a
+# writer that publishes in a tight loop.
+_OPEN_ATTEMPTS: Final = 5
+
+
+def read_current(index_dir: Path) -> int | None:
+    """The generation CURRENT points at, or None when nothing has been published."""
+    layout = IndexLayout(Path(index_dir))
+    try:
+        text = layout.current.read_bytes()
+    except FileNotFoundError:
+        return None
+    try:
+        name = text.decode("ascii")
+    except UnicodeDecodeError:
+        name = ""
+    generation = parse_manifest_name(name.removesuffix("\n"))
+    if generation is None or not name.endswith("\n"):
+        raise CorruptRecord(layout.current, f"CURRENT does not name a manifest: {text[:80]!r}")
+    return generation
+
+
+def open_snapshot(index_dir: Path) -> Snapshot:
+    """Pin the generation CURRENT points at.
+
+    Raises SnapshotMissing when nothing has been published yet.
+    """
+    layout = IndexLayout(Path(index_dir))
+    last: OSError | None = None
+    for _ in range(_OPEN_ATTEMPTS):
+        generation = read_current(layout.root)
+        if generation is None:
+            raise SnapshotMissing(layout.root)
+        path = layout.manifest_path(generation)
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError as exc:  # collected between CURRENT and here: look again
+            last = exc
+            continue
+        manifest = decode(data, expect=Manifest, path=str(path))
+        if manifest.generation != generation:
+            raise CorruptRecord(
+                path, f"manifest holds generation {manifest.generation}, its name {generation}"
+            )
+        return Snapshot(generation, manifest, layout)
+    raise CorruptRecord(layout.current, f"CURRENT names a missing manifest ({last})")
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """One published generation, read-only."""
+
+    generation: int
+    manifest: Manifest
+    layout: IndexLayout
+    _sessions: dict[str, SessionState] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_sessions", {s.path: s for s in self.manifest.sessions})
+
+    def session(self, path: str) -> SessionState | None:
+        return self._sessions.get(path)
+
+    def up_to_date(self) -> bool:
+        """False once CURRENT has moved on (check between requests, then reopen)."""
+        return read_current(self.layout.root) == self.generation
+
+    def load(self, name: str, expect: type[T], *, verify: bool = False) -> T:
+        """Decode the record *name* of this generation.
+
+        ``verify`` also checks the bytes against the content hash in the name (about as
+        costly as reading them); a record that is gone or damaged raises CorruptRecord.
+        """
+        try:
+            path = self.layout.record_path(name)
+        except ValueError as exc:
+            raise CorruptRecord(self.layout.records / "?", str(exc)) from exc
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError as exc:
+            raise CorruptRecord(
+                path,
+                f"record of generation {self.generation} is missing "
+                "(collected, or the index was wiped)",
+            ) from exc
+        if verify and blake3.blake3(data).hexdigest() != name.partition(".")[0]:
+            raise CorruptRecord(path, "content does not match its hash")
+        return decode(data, expect=expect, path=str(path))
