@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 
-from store import atomic
 from store.atomic import atomic_write, ensure_dir
 
 
@@ -65,9 +64,9 @@ def test_failed_write_keeps_old_content_and_no_temp(
                 self._f.write(data[:3])  # a torn, partial write
                 raise OSError(28, "No space left on device")
 
-        monkeypatch.setattr(atomic.os, "fdopen", FailingFile)
+        monkeypatch.setattr(os, "fdopen", FailingFile)
     else:
-        monkeypatch.setattr(atomic.os, fail, boom)
+        monkeypatch.setattr(os, fail, boom)
     with pytest.raises(OSError, match="No space"):
         atomic_write(target, b"generation 2\n")
 
@@ -78,7 +77,7 @@ def test_failed_write_keeps_old_content_and_no_temp(
 
 
 def test_failed_first_write_leaves_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(atomic.os, "fsync", lambda fd: (_ for _ in ()).throw(OSError(5, "EIO")))
+    monkeypatch.setattr(os, "fsync", lambda fd: (_ for _ in ()).throw(OSError(5, "EIO")))
     with pytest.raises(OSError, match="EIO"):
         atomic_write(tmp_path / "rec", b"x")
     assert os.listdir(tmp_path) == []

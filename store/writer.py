@@ -1,0 +1,349 @@
+"""The write side of the store: records, generations, the writer lock, garbage collection.
+
+::
+
+    put(record) ──► records/ab/ab…ef.<kind>       content-addressed, written once, never changed
+    publish(manifest N+1) ──► manifests/manifest-N+1 ──► CURRENT       (each atomic, in order)
+    collect_garbage() ──► drop manifests and records no kept generation needs, after a grace
+
+A reader pins CURRENT's generation; because records are immutable and collected only when no
+kept generation names them and they are older than the grace period, a reader's view stays
+complete while later generations are published. The query side never imports this module.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import shutil
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final
+
+from store.atomic import FILE_MODE, atomic_write, ensure_dir, fsync_dir
+from store.codec import decode, encode, kind_of
+from store.errors import CorruptRecord, GenerationConflict, NotAnIndex, StoreLocked
+from store.layout import IndexLayout, is_record_name, parse_manifest_name, record_name
+from store.reader import read_current
+from store.records import ColdDigest, HotShard, Manifest, SessionEntries
+
+__all__ = ["GcReport", "StoreWriter", "StoredRecord"]
+
+StoredRecord = SessionEntries | HotShard | ColdDigest
+
+_TEMP_PREFIX: Final = "."
+_LOCK_NAME: Final = "lock"
+
+
+@dataclass(frozen=True, slots=True)
+class GcReport:
+    """What one ``collect_garbage`` pass kept and deleted."""
+
+    kept_generations: tuple[int, ...]
+    manifests_deleted: int
+    manifest_bytes: int
+    records_deleted: int
+    record_bytes: int
+    temps_deleted: int
+    temp_bytes: int
+
+    @property
+    def bytes_freed(self) -> int:
+        return self.manifest_bytes + self.record_bytes + self.temp_bytes
+
+
+class StoreWriter:
+    """Writes one index folder. Many may ``put``; publishing, GC and wipe take the lock."""
+
+    def __init__(self, index_dir: Path) -> None:
+        self.layout = IndexLayout(Path(index_dir))
+        self.bytes_written = 0
+        self._lock_fd: int | None = None
+        self._lock_depth = 0
+        self._dirs: set[Path] = set()
+        # Records named by the generation this writer last saw published: GC keeps them, so
+        # publish only needs to check that the names new to a manifest exist.
+        self._published: tuple[int, frozenset[str]] = (0, frozenset())
+
+    # -- records ---------------------------------------------------------------------------
+
+    def put(self, record: StoredRecord) -> tuple[str, int]:
+        """Store *record* under its content address; returns (name, file size).
+
+        An existing file of that name already holds these bytes, so it is only touched: its
+        fresh mtime keeps a grace-period GC from collecting a record about to be republished.
+        """
+        if not isinstance(record, SessionEntries | HotShard | ColdDigest):
+            raise TypeError(f"put() stores entries, shards and digests, not {type(record)}")
+        data = encode(record)
+        name = record_name(data, kind_of(record))
+        path = self.layout.record_path(name)
+        try:
+            st = path.stat()
+        except FileNotFoundError:
+            pass
+        else:
+            if st.st_size == len(data):
+                os.utime(path)
+                return name, len(data)
+        self._ensure_dir(path.parent)
+        atomic_write(path, data)
+        self.bytes_written += len(data)
+        return name, len(data)
+
+    # -- generations -----------------------------------------------------------------------
+
+    def current_generation(self) -> int:
+        """The published generation (0 when none)."""
+        return read_current(self.layout.root) or 0
+
+    def publish(self, manifest: Manifest) -> None:
+        """Make *manifest* the current generation: manifest file first, then CURRENT.
+
+        Raises GenerationConflict unless ``manifest.generation`` is current + 1 and every
+        record it names exists.
+        """
+        with self.lock():
+            current = self.current_generation()
+            if manifest.generation != current + 1:
+                raise GenerationConflict(
+                    self.layout.root,
+                    f"manifest generation {manifest.generation}, current is {current}",
+                )
+            names = manifest.records()
+            self._check_records(current, names)
+            path = self.layout.manifest_path(manifest.generation)
+            self._ensure_dir(path.parent)
+            data = encode(manifest)
+            atomic_write(path, data)
+            self.bytes_written += len(data)
+            pointer = f"{path.name}\n".encode("ascii")
+            atomic_write(self.layout.current, pointer)
+            self.bytes_written += len(pointer)
+            self._published = (manifest.generation, frozenset(names))
+
+    def _check_records(self, current: int, names: set[str]) -> None:
+        generation, known = self._published
+        if generation != current:
+            known = self._records_of(current) if current else frozenset()
+        missing = sorted(
+            n
+            for n in names - known
+            if not (is_record_name(n) and self.layout.record_path(n).is_file())
+        )
+        if missing:
+            shown = ", ".join(missing[:3]) + (" …" if len(missing) > 3 else "")
+            raise GenerationConflict(
+                self.layout.root, f"{len(missing)} named record(s) missing: {shown}"
+            )
+
+    def _records_of(self, generation: int) -> frozenset[str]:
+        path = self.layout.manifest_path(generation)
+        return frozenset(decode(path.read_bytes(), expect=Manifest, path=str(path)).records())
+
+    # -- the lock --------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def lock(self) -> Iterator[None]:
+        """Hold the index's writer lock (re-entrant within this writer).
+
+        flock belongs to the open file description, so a second writer (in this process or
+        another) gets StoreLocked at once instead of waiting.
+        """
+        if self._lock_fd is not None:
+            self._lock_depth += 1
+            try:
+                yield
+            finally:
+                self._lock_depth -= 1
+            return
+        self._ensure_dir(self.layout.root)
+        fd = os.open(self.layout.lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, FILE_MODE)
+        try:
+            os.fchmod(fd, FILE_MODE)
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise StoreLocked(self.layout.root) from None
+        except BaseException:
+            os.close(fd)
+            raise
+        self._lock_fd = fd
+        try:
+            yield
+        finally:
+            self._lock_fd = None
+            os.close(fd)  # closing the last descriptor releases the flock
+
+    # -- garbage collection ----------------------------------------------------------------
+
+    def collect_garbage(
+        self,
+        *,
+        keep_generations: int = 3,
+        grace_seconds: float = 600,
+        now: float | None = None,
+    ) -> GcReport:
+        """Delete what no kept generation needs, once it is older than the grace period.
+
+        Kept: CURRENT's generation and the ``keep_generations - 1`` before it, any manifest
+        younger than the grace period, every record one of those manifests names, and any
+        record or temp file younger than the grace period (a writer may be about to publish
+        it). A manifest newer than CURRENT is a publish that crashed before CURRENT moved.
+        """
+        if keep_generations < 1:
+            raise ValueError("keep_generations must be at least 1")
+        now = time.time() if now is None else now
+        cutoff = now - grace_seconds
+        deleted = _Tally()
+        with self.lock():
+            current = self.current_generation()
+            manifests = self._scan_manifests(cutoff, deleted)
+            kept = sorted(g for g in manifests if g <= current)[-keep_generations:]
+            if current and current not in kept:
+                raise CorruptRecord(self.layout.current, "CURRENT names a missing manifest")
+            survivors: list[int] = []
+            for generation, (path, st) in sorted(manifests.items()):
+                if generation in kept or st.st_mtime > cutoff:
+                    survivors.append(generation)
+                elif _unlink(path):
+                    deleted.manifests += 1
+                    deleted.manifest_bytes += st.st_size
+            referenced: set[str] = set()
+            for generation in survivors:
+                try:
+                    referenced |= self._records_of(generation)
+                except (CorruptRecord, FileNotFoundError):
+                    if generation == current:
+                        raise  # without its names nothing can be collected safely
+                    # A damaged older manifest cannot be opened by any reader either.
+            self._collect_records(referenced, cutoff, deleted)
+            if deleted.manifests:
+                fsync_dir(self.layout.manifests)
+        return GcReport(
+            kept_generations=tuple(kept),
+            manifests_deleted=deleted.manifests,
+            manifest_bytes=deleted.manifest_bytes,
+            records_deleted=deleted.records,
+            record_bytes=deleted.record_bytes,
+            temps_deleted=deleted.temps,
+            temp_bytes=deleted.temp_bytes,
+        )
+
+    def _scan_manifests(
+        self, cutoff: float, deleted: _Tally
+    ) -> dict[int, tuple[Path, os.stat_result]]:
+        found: dict[int, tuple[Path, os.stat_result]] = {}
+        for path, st in _files(self.layout.manifests):
+            if path.name.startswith(_TEMP_PREFIX):
+                deleted.temp(path, st, cutoff)
+                continue
+            generation = parse_manifest_name(path.name)
+            if generation is not None:
+                found[generation] = (path, st)
+        return found
+
+    def _collect_records(self, referenced: set[str], cutoff: float, deleted: _Tally) -> None:
+        for fan_out in _subdirs(self.layout.records):
+            removed = False
+            for path, st in _files(fan_out):
+                if path.name.startswith(_TEMP_PREFIX):
+                    removed |= deleted.temp(path, st, cutoff)
+                elif (
+                    is_record_name(path.name)
+                    and path.name not in referenced
+                    and st.st_mtime <= cutoff
+                    and _unlink(path)
+                ):
+                    deleted.records += 1
+                    deleted.record_bytes += st.st_size
+                    removed = True
+            if removed:
+                fsync_dir(fan_out)
+
+    # -- rebuild ---------------------------------------------------------------------------
+
+    def wipe(self) -> None:
+        """Delete every derived file of the index (for `pipeline rebuild`), nothing else.
+
+        Raises NotAnIndex when the folder holds files but none of the index's own.
+        """
+        root = self.layout.root
+        try:
+            present = {p.name for p in root.iterdir()}
+        except FileNotFoundError:
+            return
+        own = {p.name for p in self.layout.derived()}
+        if present - {_LOCK_NAME} and not present & own:
+            raise NotAnIndex(root)
+        with self.lock():
+            for path in self.layout.derived():
+                if path.is_symlink() or path.is_file():
+                    path.unlink()
+                elif path.is_dir():
+                    shutil.rmtree(path)
+            fsync_dir(root)
+            self._dirs.clear()
+            self._published = (0, frozenset())
+
+    # -- helpers ---------------------------------------------------------------------------
+
+    def _ensure_dir(self, path: Path) -> None:
+        if path not in self._dirs:
+            ensure_dir(path)
+            self._dirs.add(path)
+
+
+class _Tally:
+    """Counts of one GC pass (mutable while it runs, frozen into GcReport after)."""
+
+    def __init__(self) -> None:
+        self.manifests = self.manifest_bytes = 0
+        self.records = self.record_bytes = 0
+        self.temps = self.temp_bytes = 0
+
+    def temp(self, path: Path, st: os.stat_result, cutoff: float) -> bool:
+        """Delete a temp file a crashed writer left behind; a young one may still be written."""
+        if st.st_mtime > cutoff or not _unlink(path):
+            return False
+        self.temps += 1
+        self.temp_bytes += st.st_size
+        return True
+
+
+def _files(folder: Path) -> list[tuple[Path, os.stat_result]]:
+    try:
+        entries = list(os.scandir(folder))
+    except FileNotFoundError:
+        return []
+    found: list[tuple[Path, os.stat_result]] = []
+    for entry in entries:
+        with _vanished():
+            if entry.is_file(follow_symlinks=False):
+                found.append((Path(entry.path), entry.stat(follow_symlinks=False)))
+    return found
+
+
+def _subdirs(folder: Path) -> list[Path]:
+    try:
+        return [Path(e.path) for e in os.scandir(folder) if e.is_dir(follow_symlinks=False)]
+    except FileNotFoundError:
+        return []
+
+
+@contextlib.contextmanager
+def _vanished() -> Iterator[None]:
+    """Best effort for GC only: a file someone else removed first is already collected."""
+    with contextlib.suppress(FileNotFoundError):
+        yield
+
+
+def _unlink(path: Path) -> bool:
+    try:
+        path.unlink()
+    except FileNotFoundError:
+        return False
+    return True
