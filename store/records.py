@@ -391,8 +391,13 @@ class SessionState:
     """One session as of one generation: what it was, where its records are, how complete.
 
     The stamp (dev, inode, size, mtime_ns, ctime_ns) is how a reader notices a stale
-    session without hashing it; ``prefix_hash`` is blake3 of the first ``size`` bytes (the
-    whole file when indexed), which classifies a later change as append or rewrite.
+    session without hashing it; ``source_hash`` is blake3 of the first ``size`` bytes.
+
+    Appends that extend the active leaf do not rewrite the base records: each adds one delta
+    record to ``index_deltas`` (a HotShard holding only the appended entries, indices
+    continuing the base's) and one to ``entries_deltas`` (a SessionEntries likewise). A reader
+    takes base + deltas in order; ``views`` and ``source_hash`` here describe the whole. A
+    background merge folds the deltas back into new base records.
     """
 
     path: str
@@ -413,6 +418,8 @@ class SessionState:
     entries_bytes: int
     views: tuple[ViewSummary, ...]
     sidechain: bool = False
+    index_deltas: tuple[str, ...] = ()
+    entries_deltas: tuple[str, ...] = ()
 
     def view(self, branches: str) -> ViewSummary:
         for v in self.views:
@@ -440,6 +447,8 @@ class SessionState:
             self.entries_bytes,
             [v.to_wire() for v in self.views],
             self.sidechain,
+            list(self.index_deltas),
+            list(self.entries_deltas),
         ]
 
     @classmethod
@@ -447,6 +456,7 @@ class SessionState:
         return cls(
             w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7], w[8], w[9], w[10], w[11], w[12],
             w[13], w[14], w[15], tuple(ViewSummary.from_wire(v) for v in w[16]), w[17],
+            tuple(w[18]), tuple(w[19]),
         )  # fmt: skip
 
 
@@ -515,6 +525,8 @@ class Manifest:
         for s in self.sessions:
             names.add(s.index_record)
             names.add(s.entries_record)
+            names.update(s.index_deltas)
+            names.update(s.entries_deltas)
         return names
 
 
