@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import os
+import threading
 from pathlib import Path
 
 import pytest
@@ -168,3 +169,40 @@ def test_public_surface() -> None:
         assert hasattr(store, name), name
     assert "StoreWriter" not in store.__all__
     assert os.path.dirname(store.__file__).endswith("store")
+
+
+def test_readers_racing_a_writer_only_see_complete_generations(tmp_path: Path) -> None:
+    # Given a writer publishing generations 2..40 in a thread
+    w = StoreWriter(tmp_path)
+    _publish(w, 1, "gen 1")
+    errors: list[BaseException] = []
+
+    def publish_all() -> None:
+        try:
+            for g in range(2, 41):
+                _publish(w, g, f"gen {g}")
+        except BaseException as exc:  # surfaced below
+            errors.append(exc)
+
+    t = threading.Thread(target=publish_all)
+    t.start()
+    # When a reader keeps opening the current generation until the writer is done
+    seen: list[int] = []
+
+    def read_one() -> None:
+        snap = open_snapshot(tmp_path)
+        a = snap.session("/s/a.jsonl")
+        assert a is not None
+        shard = snap.load(a.index_record, HotShard, verify=True)
+        # Then each snapshot is whole: its records are the ones of its own generation
+        assert shard.views[0].entries[0].text == f"gen {snap.generation}"
+        seen.append(snap.generation)
+
+    try:
+        while t.is_alive():
+            read_one()
+    finally:
+        t.join()
+    read_one()
+    assert not errors
+    assert seen == sorted(seen) and seen[-1] == 40
