@@ -110,6 +110,8 @@ STATES = st.builds(
     entries_bytes=st.integers(0, 2**40),
     views=st.lists(SUMMARIES, min_size=1, max_size=2).map(tuple),
     sidechain=st.booleans(),
+    index_deltas=st.lists(TEXT, max_size=2).map(tuple),
+    entries_deltas=st.lists(TEXT, max_size=2).map(tuple),
 )
 
 MANIFESTS = st.builds(

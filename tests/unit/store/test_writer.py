@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import fcntl
 import os
 import stat
@@ -277,6 +278,23 @@ def test_gc_never_deletes_current_or_shared_records(tmp_path: Path) -> None:
     snap = open_snapshot(tmp_path)
     shard = snap.manifest.sessions[0].index_record
     assert snap.load(shard, HotShard) == hot_shard(text="text 1")
+
+
+def test_gc_keeps_delta_records_of_kept_generations(tmp_path: Path) -> None:
+    w = StoreWriter(tmp_path)
+    shard, entries = w.put(hot_shard()), w.put(session_entries())
+    d_shard, d_entries = w.put(hot_shard(text="appended")), w.put(session_entries(text="app"))
+    base = state("/s/a.jsonl", shard[0], entries[0])
+    with_deltas = dataclasses.replace(
+        base, index_deltas=(d_shard[0],), entries_deltas=(d_entries[0],)
+    )
+    w.publish(manifest(1, (with_deltas,)))
+    for path in w.layout.records.rglob("*"):
+        _age(path)
+    assert w.collect_garbage(keep_generations=1, grace_seconds=0, now=NOW).records_deleted == 0
+    w.publish(manifest(2))
+    w.collect_garbage(keep_generations=1, grace_seconds=0, now=NOW)
+    assert _records(w) == set()
 
 
 def test_gc_spares_everything_inside_the_grace_period(tmp_path: Path) -> None:
