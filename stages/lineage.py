@@ -1,13 +1,32 @@
-"""Lineage: which records make up a session's active branch (or all of them).
+"""Stage 2: which records of a session make up its active branch, or all of them.
 
-Placeholder signature; the implementation lands with the parse/lineage work.
+``active`` follows Pi's persisted semantics: records with an id are nodes, a repeated id resolves
+to its last record, the leaf is the last leaf candidate in file order, and the path runs from the
+leaf up ``parent_id`` links to a root. Unlike Pi, a break in the graph is never silent:
+
+* a parent id that names no record ends the walk with ``dangling_parent`` (a malformed line in
+  the middle of a v2 file leaves exactly this, and the path keeps what lies below it);
+* a parent id already on the path ends the walk with ``invalid_parent_graph``;
+* a record that names itself as parent is a root, as in Pi's ``getTree``.
+
+Sidechain records (Claude subagents) are neither nodes nor leaves; ``all`` keeps them. The walk is
+iterative and O(records): sessions can be 100,000 records deep.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-__all__ = ["Lineage"]
+import orjson
+from blake3 import blake3
+
+from stages.errors import BadInput
+from stages.source import SourceRecord, SourceSession
+
+__all__ = ["BRANCH_MODES", "Lineage", "fingerprint", "fingerprint_payload", "lineage"]
+
+BRANCH_MODES = ("active", "all")
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,3 +45,71 @@ class Lineage:
     selected: tuple[int, ...]
     fingerprint: str
     reasons: tuple[str, ...] = ()
+
+
+def lineage(session: SourceSession, branches: str) -> Lineage:
+    """Select the records of ``session`` for ``branches`` (``"active"`` or ``"all"``).
+
+    Raises ``BadInput`` only for an unknown branch mode (a caller's mistake, not the file's).
+    """
+    if branches == "all":
+        return Lineage(
+            branches=branches,
+            leaf_id=None,
+            path_ids=(),
+            selected=tuple(r.position for r in session.records),
+            fingerprint=fingerprint(branches, None, ()),
+        )
+    if branches != "active":
+        raise BadInput(f"unknown branch mode {branches!r}; expected one of {BRANCH_MODES}")
+    return _active(session.records)
+
+
+def fingerprint(branches: str, leaf_id: str | None, ids: Sequence[str]) -> str:
+    """blake3 hex of ``fingerprint_payload`` (our own hash; Pi Fabric uses SHA-256)."""
+    return blake3(fingerprint_payload(branches, leaf_id, ids)).hexdigest()
+
+
+def fingerprint_payload(branches: str, leaf_id: str | None, ids: Sequence[str]) -> bytes:
+    """The bytes hashed: compact JSON with keys in Pi Fabric's order, as ``JSON.stringify``."""
+    return orjson.dumps({"branches": branches, "leafId": leaf_id, "ids": list(ids)})
+
+
+def _active(records: Sequence[SourceRecord]) -> Lineage:
+    by_id: dict[str, SourceRecord] = {}
+    leaf_id: str | None = None
+    for record in records:
+        if record.id is None or record.sidechain:
+            continue
+        by_id[record.id] = record
+        if record.leaf_candidate:
+            leaf_id = record.id
+    if leaf_id is None:
+        return Lineage("active", None, (), (), fingerprint("active", None, ()))
+
+    # The leaf names an id; like every id it resolves to the last record holding it.
+    current = by_id[leaf_id]
+    walked = [leaf_id]
+    seen = {leaf_id}
+    reasons: list[str] = []
+    while current.parent_id is not None and current.parent_id != walked[-1]:
+        parent_id = current.parent_id
+        parent = by_id.get(parent_id)
+        if parent is None:
+            reasons.append("dangling_parent")
+            break
+        if parent_id in seen:
+            reasons.append("invalid_parent_graph")
+            break
+        walked.append(parent_id)
+        seen.add(parent_id)
+        current = parent
+    path_ids = tuple(reversed(walked))
+    return Lineage(
+        branches="active",
+        leaf_id=leaf_id,
+        path_ids=path_ids,
+        selected=tuple(sorted(by_id[i].position for i in path_ids)),
+        fingerprint=fingerprint("active", leaf_id, path_ids),
+        reasons=tuple(reasons),
+    )
