@@ -349,7 +349,7 @@ class ColdView:
             w[7],
             w[8],
             w[9],
-            tuple(tuple(a) for a in w[10]),  # type: ignore[misc]
+            tuple(tuple(a) for a in w[10]),
             tuple(w[11]),
         )
 
