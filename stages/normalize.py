@@ -1,0 +1,64 @@
+"""Stage 3, normalize: a session's selected records → ``NormalizedEntry`` values.
+
+    SourceSession + Lineage ──agent normalizer──► entries ──► dense index, duplicate checks
+
+Each agent has its own normalizer (``stages.pi.normalize``, ``stages.claude.normalize``,
+``stages.codex.normalize``); this module picks one by ``session.agent`` and then applies what
+holds for every agent: ``index`` is dense 0..n-1 in output order, and two entries sharing a
+non-null ``entry_id`` or ``operation_address`` mark coverage incomplete
+(``duplicate_entry_id`` / ``duplicate_operation_address``).
+
+Entries carry their *complete* text with ``truncated=False``; the digest stage cuts display
+text to ``maxEntryChars`` with ``cut_text``. The result's reasons are this stage's own: the
+session's file reasons and the lineage's reasons are merged later, by digest.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from dataclasses import replace
+
+from stages.common import cut_text, duplicate_reasons
+from stages.errors import BadInput
+from stages.lineage import Lineage
+from stages.normalized import NormalizeResult
+from stages.pi.normalize import normalize_pi
+from stages.policy import Policy
+from stages.source import SourceSession
+
+__all__ = ["cut_text", "normalize"]
+
+Normalizer = Callable[[SourceSession, Lineage, Policy], NormalizeResult]
+
+# Claude and Codex normalizers load on first use, so normalizing Pi never imports them.
+_LAZY: dict[str, tuple[str, str]] = {
+    "claude": ("stages.claude.normalize", "normalize_claude"),
+    "codex": ("stages.codex.normalize", "normalize_codex"),
+}
+
+
+def normalize(session: SourceSession, lineage: Lineage, policy: Policy) -> NormalizeResult:
+    """Normalize the records ``lineage`` selects from ``session``.
+
+    Raises ``BadInput`` only for an agent without a normalizer (a caller bug, not bad data):
+    odd record content never raises, it becomes entries without text or a coverage reason.
+    """
+    result = _normalizer(session.agent)(session, lineage, policy)
+    entries = tuple(
+        entry if entry.index == index else replace(entry, index=index)
+        for index, entry in enumerate(result.entries)
+    )
+    reasons = set(result.reasons) | duplicate_reasons(entries)
+    return NormalizeResult(entries=entries, reasons=tuple(sorted(reasons)))
+
+
+def _normalizer(agent: str) -> Normalizer:
+    if agent == "pi":
+        return normalize_pi
+    try:
+        module, name = _LAZY[agent]
+    except KeyError:
+        raise BadInput(f"no normalizer for agent {agent!r}; expected pi, claude or codex") from None
+    found: Normalizer = getattr(importlib.import_module(module), name)
+    return found

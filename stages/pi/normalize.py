@@ -1,0 +1,336 @@
+"""Normalize a Pi session: selected records → ``NormalizedEntry`` values with complete text.
+
+Only ``message``, ``compaction``, ``branch_summary`` and ``custom_message`` records become
+entries (reference §1.10); the header, ``model_change``, ``thinking_level_change``, ``label``,
+``custom``, ``session_info`` and unknown types do not. Text per record:
+
+    user              string content, or its text parts joined by "\\n" (images add nothing)
+    assistant         text parts, thinking (only with index_thinking; never signatures),
+                      "Tool: <name>(<args JSON ≤400 scalars>)" per toolCall,
+                      "Error: <errorMessage>", all joined by "\\n"
+    toolResult        "toolResult(<tool>)[ [error]]: <body>" (body only with index_tool_output;
+                      old files hold the body as ``output: string``)
+    bashExecution     "bash$ <command>[ [exit N]]\\n<output>" (output only with index_tool_output)
+    custom, hookMessage, custom_message   "[<customType>] <body>"
+    compaction, compactionSummary         "compaction: <summary>"
+    branch_summary, branchSummary         ""  (summary prose is never indexed)
+
+An entry is dropped only when its text is blank *and* it has no role.
+
+Structural identity (beyond the seed). Tool activity carries an exact capability identity and,
+where the record itself proves it, an outcome:
+
+    record                     ref/provider/action      outcome                operation_address
+    assistant with toolCall    of its first toolCall    None                   <id>/call:<callId>
+    toolResult                 of its toolName          isError → failed,      None
+                                                        else succeeded
+    bashExecution              pi.bash / pi / bash      cancelled → aborted,   <id>/bash
+                                                        exit≠0 → failed,
+                                                        exit 0 → succeeded,
+                                                        no exit → None
+
+A Pi tool ``<name>`` is ``pi.<name>`` / ``pi`` / ``<name>``, matching how Fabric names Pi's tools
+in traces (``pi.read``). ``fabric_exec`` is the exception: it is Fabric itself, and its ref is
+``fabric_exec`` with no provider/action, the identity branch-summary ``fabricRun`` facts use
+for the same call. A toolResult gets no operation address because the call that produced it
+already carries that address on the assistant entry: one address, one carrier. Addresses
+follow Fabric's conventions (``<assistantEntryId>/call:<toolCallId>``, ``<entryId>/bash``), so
+a branch-summary fact about an abandoned call has the same address as the call itself.
+
+Fabric child entries (execution-trace operations, branch-summary facts) follow their carrier
+immediately; see ``stages.pi.fabric``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+from stages.common import (
+    clean_text,
+    files_touched,
+    first_timestamp_ms,
+    is_blank,
+    js_number_text,
+    js_string,
+    js_truthy,
+    summarize_args,
+)
+from stages.lineage import Lineage
+from stages.normalized import NormalizeResult
+from stages.pi.fabric import branch_children, read_branch_details, read_trace, trace_children
+from stages.policy import Policy
+from stages.source import SourceRecord, SourceSession
+from store.records import NormalizedEntry
+
+__all__ = ["KEPT_TYPES", "normalize_pi", "tool_identity"]
+
+AGENT = "pi"
+KEPT_TYPES = frozenset({"message", "compaction", "branch_summary", "custom_message"})
+FABRIC_EXEC = "fabric_exec"
+
+
+def normalize_pi(session: SourceSession, lineage: Lineage, policy: Policy) -> NormalizeResult:
+    """Normalize the records ``lineage.selected`` names, in file order.
+
+    Entries are numbered densely in output order. ``reasons`` holds only what this stage finds
+    (branch-fact address conflicts); the dispatcher adds entry-id and operation-address
+    duplicates, and the session's and lineage's own reasons travel separately.
+    """
+    selected = frozenset(lineage.selected)
+    entries: list[NormalizedEntry] = []
+    reasons: set[str] = set()
+    seen_fact_addresses: set[str] = set()
+    for record in session.records:
+        if record.position not in selected:
+            continue
+        entry = _entry(record, policy, index=len(entries))
+        if entry is None:
+            continue
+        entries.append(entry)
+        for child in _trace_children(record, entry, policy):
+            entries.append(_at(child, len(entries)))
+        children, fact_reasons = _branch_children(record, entry, policy, seen_fact_addresses)
+        reasons |= fact_reasons
+        for child in children:
+            entries.append(_at(child, len(entries)))
+    return NormalizeResult(entries=tuple(entries), reasons=tuple(sorted(reasons)))
+
+
+def tool_identity(tool: str) -> tuple[str, str | None, str | None]:
+    """(ref, provider, action) of a Pi tool name: ``pi.<tool>``, except Fabric's own entry
+    tool ``fabric_exec``, which has no provider/action."""
+    if tool == FABRIC_EXEC:
+        return FABRIC_EXEC, None, None
+    return f"pi.{tool}", "pi", tool
+
+
+@dataclass(slots=True)
+class _Fields:
+    """What one record contributes beyond the fields every entry has."""
+
+    role: str | None
+    text: str
+    tool: str | None = None
+    is_error: bool = False
+    ref: str | None = None
+    provider: str | None = None
+    action: str | None = None
+    outcome: str | None = None
+    operation_address: str | None = None
+    files: tuple[str, ...] = ()
+
+    def identify(self, tool: str | None) -> None:
+        self.tool = tool
+        if tool:
+            self.ref, self.provider, self.action = tool_identity(tool)
+
+
+def _entry(record: SourceRecord, policy: Policy, index: int) -> NormalizedEntry | None:
+    value = record.value
+    kind = value.get("type")
+    if kind not in KEPT_TYPES:
+        return None
+    message = value.get("message")
+    entry_id = clean_text(record.id) if record.id is not None else None
+    if kind == "message":
+        if not isinstance(message, dict):
+            return None
+        fields = _message_fields(message, entry_id, policy)
+    elif kind == "compaction":
+        fields = _Fields(role="compaction", text=f"compaction: {js_string(value.get('summary'))}")
+    elif kind == "branch_summary":
+        fields = _Fields(role="branchSummary", text="")
+    else:  # custom_message
+        fields = _Fields(role="custom", text=_custom_text(value))
+    if is_blank(fields.text) and fields.role is None:
+        return None
+    message_ts = message.get("timestamp") if isinstance(message, dict) else None
+    return NormalizedEntry(
+        index=index,
+        entry_id=entry_id,
+        parent_id=clean_text(record.parent_id) if record.parent_id is not None else None,
+        type=kind,
+        role=fields.role,
+        tool=fields.tool,
+        text=clean_text(fields.text),
+        timestamp=first_timestamp_ms(value.get("timestamp"), message_ts),
+        is_error=fields.is_error,
+        truncated=False,
+        line=record.line,
+        offset=record.offset,
+        agent=AGENT,
+        operation_address=fields.operation_address,
+        ref=fields.ref,
+        provider=fields.provider,
+        action=fields.action,
+        outcome=fields.outcome,
+        files_touched=fields.files,
+        sidechain=record.sidechain,
+    )
+
+
+def _message_fields(message: dict[str, Any], entry_id: str | None, policy: Policy) -> _Fields:
+    raw_role = message.get("role")
+    role = clean_text(raw_role) if isinstance(raw_role, str) and raw_role else None
+    if role == "user":
+        return _Fields(role=role, text=_content_text(message.get("content")))
+    if role == "assistant":
+        return _assistant(message, entry_id, policy)
+    if role == "toolResult":
+        return _tool_result(message, policy)
+    if role == "bashExecution":
+        return _bash(message, entry_id, policy)
+    if role in ("custom", "hookMessage"):
+        # v2 wrote extension messages as role "hookMessage"; v3 renamed it "custom".
+        return _Fields(role="custom", text=_custom_text(message), is_error=_is_error(message))
+    if role == "compactionSummary":
+        text = f"compaction: {js_string(message.get('summary'))}"
+        return _Fields(role=role, text=text, is_error=_is_error(message))
+    # branchSummary (prose never indexed) and roles we do not know: kept, without text.
+    return _Fields(role=role, text="", is_error=_is_error(message))
+
+
+def _is_error(message: dict[str, Any]) -> bool:
+    return js_truthy(message.get("isError"))
+
+
+def _assistant(message: dict[str, Any], entry_id: str | None, policy: Policy) -> _Fields:
+    parts: list[str] = []
+    calls: list[dict[str, Any]] = []
+    content = message.get("content")
+    for block in content if isinstance(content, list) else ():
+        if not isinstance(block, dict):
+            continue
+        kind = block.get("type")
+        if kind == "text" and isinstance(block.get("text"), str):
+            parts.append(block["text"])
+        elif (
+            kind == "thinking" and policy.index_thinking and isinstance(block.get("thinking"), str)
+        ):
+            parts.append(block["thinking"])
+        elif kind == "toolCall":
+            calls.append(block)
+            summary = summarize_args(block["arguments"]) if "arguments" in block else ""
+            parts.append(f"Tool: {js_string(block.get('name'))}({summary})")
+    error_message = js_string(message.get("errorMessage"))
+    if error_message:
+        parts.append(f"Error: {error_message}")
+    fields = _Fields(role="assistant", text="\n".join(parts), is_error=_is_error(message))
+    first = next((c for c in calls if isinstance(c.get("name"), str)), None)
+    if first is not None:
+        fields.identify(clean_text(first["name"]) or None)
+        call_id = first.get("id")
+        if fields.tool and entry_id is not None and isinstance(call_id, str) and call_id:
+            fields.operation_address = f"{entry_id}/call:{clean_text(call_id)}"
+    fields.files = files_touched(c["arguments"] for c in calls if "arguments" in c)
+    return fields
+
+
+def _tool_result(message: dict[str, Any], policy: Policy) -> _Fields:
+    raw_tool = message.get("toolName")
+    tool = clean_text(raw_tool) if isinstance(raw_tool, str) and raw_tool else None
+    content = message.get("content")
+    if isinstance(content, list):
+        body = _text_parts(content)
+    elif isinstance(content, str):
+        body = content
+    elif isinstance(message.get("output"), str):  # before 2025-11-12: ``output: string``
+        body = message["output"]
+    else:
+        body = ""
+    suffix = " [error]" if message.get("isError") is True else ""
+    prefix = f"toolResult({tool}){suffix}" if tool else f"toolResult{suffix}"
+    text = f"{prefix}: {body}" if policy.index_tool_output and body else prefix
+    is_error = _is_error(message)
+    fields = _Fields(role="toolResult", text=text, is_error=is_error)
+    fields.identify(tool)
+    fields.outcome = "failed" if is_error else "succeeded"
+    return fields
+
+
+def _bash(message: dict[str, Any], entry_id: str | None, policy: Policy) -> _Fields:
+    command = js_string(message.get("command"))
+    output = js_string(message.get("output"))
+    exit_code = message.get("exitCode")
+    if isinstance(exit_code, bool) or not isinstance(exit_code, int | float):
+        exit_code = None
+    exit_text = f" [exit {js_number_text(exit_code)}]" if exit_code is not None else ""
+    head = f"bash$ {command}{exit_text}"
+    text = f"{head}\n{output}" if policy.index_tool_output and output else head
+    if message.get("cancelled") is True:
+        outcome: str | None = "aborted"
+    elif exit_code is not None:
+        outcome = "succeeded" if exit_code == 0 else "failed"
+    else:
+        outcome = None
+    fields = _Fields(role="bashExecution", text=text, is_error=outcome == "failed")
+    fields.identify("bash")
+    fields.outcome = outcome
+    if entry_id is not None:
+        fields.operation_address = f"{entry_id}/bash"
+    return fields
+
+
+def _custom_text(holder: dict[str, Any]) -> str:
+    """``[<customType>] <body>`` of a custom_message record or a custom/hookMessage message."""
+    body = _content_text(holder.get("content"))
+    custom_type = js_string(holder.get("customType"))
+    return f"[{custom_type}] {body}" if custom_type else body
+
+
+def _content_text(content: object) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return _text_parts(content)
+    return ""
+
+
+def _text_parts(parts: list[Any]) -> str:
+    """Text blocks joined by "\\n"; images and every other block type contribute nothing."""
+    return "\n".join(
+        part["text"]
+        for part in parts
+        if isinstance(part, dict)
+        and part.get("type") == "text"
+        and isinstance(part.get("text"), str)
+    )
+
+
+def _trace_children(
+    record: SourceRecord, entry: NormalizedEntry, policy: Policy
+) -> list[NormalizedEntry]:
+    if entry.role != "toolResult" or entry.tool != FABRIC_EXEC or entry.entry_id is None:
+        return []
+    message = record.value.get("message")
+    trace = read_trace(message.get("details")) if isinstance(message, dict) else None
+    if trace is None:
+        return []
+    return trace_children(entry, trace, policy.index_tool_output)
+
+
+def _branch_children(
+    record: SourceRecord, entry: NormalizedEntry, policy: Policy, seen: set[str]
+) -> tuple[list[NormalizedEntry], set[str]]:
+    value = record.value
+    message = value.get("message")
+    message = message if isinstance(message, dict) else {}
+    is_carrier = value.get("type") == "branch_summary" or (
+        value.get("type") == "message" and message.get("role") == "branchSummary"
+    )
+    if not is_carrier or entry.entry_id is None:
+        return [], set()
+    details = read_branch_details(value.get("details")) or read_branch_details(
+        message.get("details")
+    )
+    if details is None:
+        return [], set()
+    from_id = value.get("fromId")
+    if not isinstance(from_id, str):
+        from_id = message.get("fromId") if isinstance(message.get("fromId"), str) else None
+    return branch_children(entry, details, from_id, policy.index_tool_output, seen)
+
+
+def _at(entry: NormalizedEntry, index: int) -> NormalizedEntry:
+    return replace(entry, index=index)
