@@ -1,0 +1,121 @@
+"""Builders shared by tests: Pi session lines, a tmp Pi root and a config pointing at it."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from store.config import Config, load_config
+
+ROOT = Path(__file__).resolve().parent.parent
+SHARED_FIXTURES = ROOT.parent / "shared" / "fixtures" / "real"
+
+
+def iso(ms: int) -> str:
+    from datetime import UTC, datetime
+
+    return (
+        datetime.fromtimestamp(ms / 1000, UTC)
+        .isoformat(timespec="milliseconds")
+        .replace("+00:00", "Z")
+    )
+
+
+def header(session_id: str, cwd: str, ms: int = 1_700_000_000_000) -> dict[str, Any]:
+    return {"type": "session", "version": 3, "id": session_id, "timestamp": iso(ms), "cwd": cwd}
+
+
+def message(entry_id: str, parent: str | None, role: str, ms: int, **fields: Any) -> dict[str, Any]:
+    msg: dict[str, Any] = {"role": role, "timestamp": ms, **fields}
+    return {
+        "type": "message",
+        "id": entry_id,
+        "parentId": parent,
+        "timestamp": iso(ms),
+        "message": msg,
+    }
+
+
+def user(entry_id: str, parent: str | None, text: str, ms: int) -> dict[str, Any]:
+    return message(entry_id, parent, "user", ms, content=text)
+
+
+def assistant(entry_id: str, parent: str | None, text: str, ms: int, *calls: dict[str, Any]):
+    content: list[dict[str, Any]] = [{"type": "text", "text": text}] if text else []
+    content += [{"type": "toolCall", **c} for c in calls]
+    return message(
+        entry_id, parent, "assistant", ms, content=content, stopReason="stop",
+        api="anthropic-messages", provider="anthropic", model="m",
+    )  # fmt: skip
+
+
+def tool_result(
+    entry_id: str, parent: str | None, name: str, text: str, ms: int, *, error: bool = False
+) -> dict[str, Any]:
+    return message(
+        entry_id, parent, "toolResult", ms, toolCallId=f"call-{entry_id}", toolName=name,
+        content=[{"type": "text", "text": text}], isError=error,
+    )  # fmt: skip
+
+
+def bash(
+    entry_id: str, parent: str | None, command: str, output: str, ms: int, exit_code: int = 0
+) -> dict[str, Any]:
+    return message(
+        entry_id, parent, "bashExecution", ms, command=command, output=output,
+        exitCode=exit_code, cancelled=False, truncated=False,
+    )  # fmt: skip
+
+
+def jsonl(records: Iterable[Mapping[str, Any]]) -> bytes:
+    return b"".join(orjson.dumps(r) + b"\n" for r in records)
+
+
+@dataclass
+class PiRoot:
+    """A temporary Pi sessions root plus an index folder and a config naming both."""
+
+    base: Path
+
+    @property
+    def root(self) -> Path:
+        return self.base / "pi"
+
+    @property
+    def index(self) -> Path:
+        return self.base / "index"
+
+    @property
+    def config_path(self) -> Path:
+        return self.base / "config.toml"
+
+    def write_config(self, **memory: Any) -> Config:
+        lines = [
+            "[sources]",
+            f'pi = "{self.root}"',
+            f'claude = "{self.base / "claude"}"',
+            f'codex = "{self.base / "codex"}"',
+            "[memory]",
+            f'indexDir = "{self.index}"',
+        ]
+        for key, value in memory.items():
+            lines.append(f"{key} = {str(value).lower() if isinstance(value, bool) else value}")
+        self.config_path.write_text("\n".join(lines) + "\n")
+        return load_config(self.config_path)
+
+    def session(
+        self, name: str, records: Iterable[Mapping[str, Any]], *, cwd: str = "/work/proj",
+        mtime_s: float | None = None,
+    ) -> Path:  # fmt: skip
+        folder = self.root / ("--" + cwd.strip("/").replace("/", "-") + "--")
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / f"{name}.jsonl"
+        path.write_bytes(jsonl(records))
+        if mtime_s is not None:
+            os.utime(path, (mtime_s, mtime_s))
+        return path
