@@ -1,0 +1,1 @@
+"""The Claude Code adapter (``source``) and normalizer (``normalize``)."""
