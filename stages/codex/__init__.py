@@ -1,0 +1,1 @@
+"""The Codex CLI adapter (``source``) and normalizer (``normalize``)."""

@@ -1,0 +1,406 @@
+"""The Codex normalizer: the selected records of a rollout → ``NormalizedEntry``s.
+
+Mirrors the Pi text rules (reference §1.10) over Codex's typed items (formats §3.6–§3.8):
+
+* ``response_item`` **message** ``role: user`` → a ``user`` entry of its ``input_text`` items joined
+  by ``\\n``, unless it is injected context (§3.7): an era-D message whose
+  ``content_item_kinds`` name no ``user.*`` kind is dropped whole; otherwise each ``input_text``
+  item that opens with one of the structural markers Codex writes injected context with
+  (``INJECTED_OPENERS``: AGENTS.md, environment, user-instructions, subagent-notification,
+  turn-aborted, IDE-context and image tags) is dropped, and a message left with no text or image
+  gives no entry. ``role: assistant`` → an ``assistant`` entry of its ``output_text`` items.
+  ``developer``/``system`` messages give nothing.
+* **reasoning** → an ``assistant`` entry of type ``reasoning`` (summary and content texts) only
+  under ``index_thinking``; encrypted content has no text (§3.10.6).
+* **function_call**, **custom_tool_call**, **local_shell_call**, **web_search_call** → an
+  ``assistant`` entry ``Tool: <name>(<args ≤400>)``. ``arguments``/``input`` arrive as JSON text
+  (§3.10.2) and are parsed; text that is not a JSON object or array stays the raw string (shown
+  unquoted). ``ref``/``provider``/``action`` are ``codex.<name>``/``codex``/``<name>``;
+  ``operation_address`` is ``<entry id>/call:<call_id>``; ``files_touched`` from typed path keys.
+* **function_call_output** / **custom_tool_call_output** → a ``toolResult`` entry
+  ``toolResult(<name>)[ [error]]: <body>``, paired with its call by ``call_id`` (the name; the body
+  only under ``index_tool_output``). Codex writes no error flag (§3.6), so the outcome comes from
+  the exit code the output's machine-written envelope carries: the legacy shell JSON
+  ``metadata.exit_code``, a first line ``Exit code: N`` (freeform shell) or a header line
+  ``Process exited with code N`` before ``Output:`` (unified exec); an ``event_msg``
+  ``exec_command_end.exit_code`` or ``patch_apply_end.success`` with the same ``call_id`` wins.
+  0/success → ``succeeded``, anything else → ``failed`` (and ``is_error``); none → no outcome.
+* **compacted** → ``compaction: <message>`` (role ``compactionSummary``) when the message is not
+  blank; ``replacement_history`` repeats earlier items and is not indexed again.
+* ``event_msg`` **user_message** / **agent_message** / **agent_reasoning** are display copies of
+  the items above (§3.7, §3.8): each is indexed only when no selected ``response_item`` carries
+  the same text (a rollout trimmed to its events still yields its conversation). A
+  ``user_message`` with a ``kind`` other than ``plain`` is injected context.
+
+Records of kind ``codex.forked_copy`` (a parent's history copied into a fork) give no entry.
+``index`` is left 0 for the dispatcher; ``sidechain`` is the session's (subagent rollouts).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import replace
+from typing import Any
+
+import orjson
+
+from stages.codex.source import FORKED_COPY, payload_of
+from stages.common import (
+    ARGS_SUMMARY_SCALARS,
+    clean_text,
+    cut_text,
+    files_touched,
+    js_trim,
+    parse_timestamp_ms,
+    summarize_args,
+)
+from stages.lineage import Lineage
+from stages.normalized import NormalizeResult
+from stages.policy import Policy
+from stages.source import SourceRecord, SourceSession
+from store.records import NormalizedEntry
+
+__all__ = ["INJECTED_OPENERS", "normalize_codex"]
+
+AGENT = "codex"
+
+# How Codex opens the text of context it injects as user messages (formats §3.7; the seed's
+# IDE and image context). Matched only at the start of an ``input_text`` item.
+INJECTED_OPENERS = (
+    "# AGENTS.md instructions for ",
+    "<INSTRUCTIONS>",
+    "<environment_context>",
+    "<user_instructions>",
+    "<subagent_notification>",
+    "<turn_aborted>",
+    "## My request for Codex:",
+    "# Context from my IDE setup:",
+    "<image",
+    "</image>",
+)
+_CALLS = ("function_call", "custom_tool_call", "local_shell_call", "web_search_call")
+_OUTPUTS = ("function_call_output", "custom_tool_call_output")
+_TEXT_ITEMS = ("input_text", "output_text", "text")
+
+
+def normalize_codex(session: SourceSession, lineage: Lineage, policy: Policy) -> NormalizeResult:
+    """Entries for the records ``lineage`` selects, in file order. Never raises on odd content."""
+    records = session.records
+    selected = [
+        records[p]
+        for p in sorted(set(lineage.selected))
+        if 0 <= p < len(records) and records[p].kind != FORKED_COPY
+    ]
+    calls = _call_names(r for r in records if r.kind != FORKED_COPY)
+    events = _event_outcomes(r for r in records if r.kind != FORKED_COPY)
+    echoes = _echoed_texts(selected)
+    sidechain = session.sidechain
+    entries: list[NormalizedEntry] = []
+    for record in selected:
+        payload = payload_of(record.value)
+        item = payload.get("type")
+        entry: NormalizedEntry | None = None
+        if record.kind == "response_item":
+            if item == "message":
+                entry = _message(record, payload)
+            elif item == "reasoning":
+                if policy.index_thinking:
+                    entry = _text_entry(record, "reasoning", "assistant", _reasoning(payload))
+            elif item in _CALLS:
+                entry = _call(record, payload)
+            elif item in _OUTPUTS:
+                entry = _output(record, payload, calls, events, policy)
+        elif record.kind == "event_msg":
+            entry = _event(record, payload, echoes, policy)
+        elif record.kind == "compacted":
+            message = payload.get("message")
+            if isinstance(message, str) and js_trim(message):
+                entry = _text_entry(
+                    record, "compaction", "compactionSummary", f"compaction: {message}"
+                )
+        if entry is not None:
+            entries.append(_with_sidechain(entry, sidechain))
+    return NormalizeResult(entries=tuple(entries))
+
+
+def _message(record: SourceRecord, payload: dict[str, Any]) -> NormalizedEntry | None:
+    role = payload.get("role")
+    items = _items(payload.get("content"))
+    if role == "assistant":
+        return _text_entry(record, "message", "assistant", _joined(items))
+    if role != "user" or _injected_by_kind(payload):
+        return None
+    kept = [i for i in items if not (i.get("type") == "input_text" and _injected(i.get("text")))]
+    if not any(i.get("type") in ("input_text", "input_image") for i in kept):
+        return None
+    return _text_entry(record, "message", "user", _joined(kept))
+
+
+def _event(
+    record: SourceRecord, payload: dict[str, Any], echoes: dict[str, set[str]], policy: Policy
+) -> NormalizedEntry | None:
+    item = payload.get("type")
+    if item == "user_message":
+        text = payload.get("message")
+        kind = payload.get("kind")
+        if not isinstance(text, str) or _injected(text) or kind not in (None, "plain"):
+            return None
+        if js_trim(text) in echoes["user"]:
+            return None
+        return _text_entry(record, "message", "user", text)
+    if item == "agent_message":
+        text = payload.get("message")
+        if not isinstance(text, str) or js_trim(text) in echoes["assistant"]:
+            return None
+        return _text_entry(record, "message", "assistant", text)
+    if item == "agent_reasoning" and policy.index_thinking:
+        text = payload.get("text")
+        if not isinstance(text, str) or js_trim(text) in echoes["reasoning"]:
+            return None
+        return _text_entry(record, "reasoning", "assistant", text)
+    return None
+
+
+def _call(record: SourceRecord, payload: dict[str, Any]) -> NormalizedEntry:
+    name, args, raw = _call_shape(payload)
+    if raw is not None:
+        shown, cut = cut_text(raw, ARGS_SUMMARY_SCALARS)
+        summary = f"{shown}…" if cut else shown
+    else:
+        summary = summarize_args(args)
+    call_id = payload.get("call_id")
+    address = f"{record.id}/call:{call_id}" if isinstance(call_id, str) and call_id else None
+    return NormalizedEntry(
+        index=0,
+        entry_id=record.id,
+        parent_id=record.parent_id,
+        type="message",
+        role="assistant",
+        tool=name,
+        text=clean_text(f"Tool: {name}({summary})"),
+        timestamp=_timestamp(record),
+        is_error=False,
+        truncated=False,
+        line=record.line,
+        offset=record.offset,
+        agent=AGENT,
+        operation_address=address,
+        ref=f"codex.{name}",
+        provider=AGENT,
+        action=name,
+        files_touched=files_touched([args]) if raw is None else (),
+    )
+
+
+def _call_shape(payload: dict[str, Any]) -> tuple[str, object, str | None]:
+    """(tool name, parsed arguments, raw argument text when it is not a JSON container)."""
+    item = payload.get("type")
+    if item == "local_shell_call":
+        return "local_shell", payload.get("action"), None
+    if item == "web_search_call":
+        return "web_search", payload.get("action"), None
+    name = payload.get("name")
+    name = name if isinstance(name, str) else ""
+    text = payload.get("arguments" if item == "function_call" else "input")
+    if not isinstance(text, str):
+        return name, text, None
+    try:
+        parsed = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return name, None, text
+    if isinstance(parsed, dict | list):
+        return name, parsed, None
+    return name, None, text
+
+
+def _output(
+    record: SourceRecord,
+    payload: dict[str, Any],
+    calls: dict[str, str],
+    events: dict[str, bool],
+    policy: Policy,
+) -> NormalizedEntry:
+    call_id = payload.get("call_id")
+    call_id = call_id if isinstance(call_id, str) else ""
+    name = calls.get(call_id)
+    body, exit_code = _output_body(payload.get("output"))
+    succeeded = events.get(call_id) if call_id in events else None
+    if succeeded is None and exit_code is not None:
+        succeeded = exit_code == 0
+    outcome = None if succeeded is None else ("succeeded" if succeeded else "failed")
+    failed = outcome == "failed"
+    text = f"toolResult({name or ''}){' [error]' if failed else ''}: "
+    if policy.index_tool_output:
+        text += body
+    return NormalizedEntry(
+        index=0,
+        entry_id=record.id,
+        parent_id=record.parent_id,
+        type="message",
+        role="toolResult",
+        tool=name,
+        text=clean_text(text),
+        timestamp=_timestamp(record),
+        is_error=failed,
+        truncated=False,
+        line=record.line,
+        offset=record.offset,
+        agent=AGENT,
+        ref=f"codex.{name}" if name else None,
+        provider=AGENT if name else None,
+        action=name,
+        outcome=outcome,
+    )
+
+
+def _output_body(output: object) -> tuple[str, int | None]:
+    """The text a tool output holds and the exit code its envelope states (module docstring)."""
+    if isinstance(output, list):
+        return _joined(_items(output)), None
+    if isinstance(output, dict):
+        text = output.get("text")
+        return (text if isinstance(text, str) else ""), None
+    if not isinstance(output, str):
+        return "", None
+    if output.startswith("{"):
+        try:
+            shell = orjson.loads(output)
+        except orjson.JSONDecodeError:
+            shell = None
+        if isinstance(shell, dict) and isinstance(shell.get("output"), str):
+            metadata = shell.get("metadata")
+            code = metadata.get("exit_code") if isinstance(metadata, dict) else None
+            return shell["output"], _int(code)
+    return output, _header_exit_code(output)
+
+
+def _header_exit_code(text: str) -> int | None:
+    """``Exit code: N`` as the first line, or ``Process exited with code N`` in the header."""
+    header = text.split("\n", 8)[:8]
+    first = header[0].rstrip("\r")
+    if first.startswith("Exit code: "):
+        return _parse_int(first[len("Exit code: ") :])
+    for raw in header:
+        line = raw.rstrip("\r")
+        if line == "Output:":
+            break
+        if line.startswith("Process exited with code "):
+            return _parse_int(line[len("Process exited with code ") :])
+    return None
+
+
+def _event_outcomes(records: Iterable[SourceRecord]) -> dict[str, bool]:
+    """``call_id`` → success from ``exec_command_end`` / ``patch_apply_end`` events (§3.6)."""
+    outcomes: dict[str, bool] = {}
+    for record in records:
+        if record.kind != "event_msg":
+            continue
+        payload = payload_of(record.value)
+        call_id = payload.get("call_id")
+        if not isinstance(call_id, str):
+            continue
+        if payload.get("type") == "exec_command_end":
+            code = _int(payload.get("exit_code"))
+            if code is not None:
+                outcomes[call_id] = code == 0
+        elif payload.get("type") == "patch_apply_end" and isinstance(payload.get("success"), bool):
+            outcomes[call_id] = payload["success"]
+    return outcomes
+
+
+def _call_names(records: Iterable[SourceRecord]) -> dict[str, str]:
+    """``call_id`` → tool name of every call in the rollout (an output pairs even off the path)."""
+    names: dict[str, str] = {}
+    for record in records:
+        payload = payload_of(record.value)
+        call_id = payload.get("call_id")
+        if record.kind != "response_item" or payload.get("type") not in _CALLS:
+            continue
+        if isinstance(call_id, str):
+            names.setdefault(call_id, _call_shape(payload)[0])
+    return names
+
+
+def _echoed_texts(selected: Sequence[SourceRecord]) -> dict[str, set[str]]:
+    """Texts the selected response items carry, to recognise their ``event_msg`` copies."""
+    echoes: dict[str, set[str]] = {"user": set(), "assistant": set(), "reasoning": set()}
+    for record in selected:
+        if record.kind != "response_item":
+            continue
+        payload = payload_of(record.value)
+        item = payload.get("type")
+        if item == "message" and payload.get("role") in ("user", "assistant"):
+            items = _items(payload.get("content"))
+            bucket = echoes[str(payload["role"])]
+            bucket.add(js_trim(_joined(items)))
+            bucket.update(js_trim(i["text"]) for i in items if isinstance(i.get("text"), str))
+        elif item == "reasoning":
+            echoes["reasoning"].add(js_trim(_reasoning(payload)))
+            for part in (*_items(payload.get("summary")), *_items(payload.get("content"))):
+                if isinstance(part.get("text"), str):
+                    echoes["reasoning"].add(js_trim(part["text"]))
+    return echoes
+
+
+def _reasoning(payload: dict[str, Any]) -> str:
+    parts = [*_items(payload.get("summary")), *_items(payload.get("content"))]
+    return "\n".join(p["text"] for p in parts if isinstance(p.get("text"), str))
+
+
+def _injected_by_kind(payload: dict[str, Any]) -> bool:
+    """Era D: ``content_item_kinds`` present and naming no ``user.*`` kind (§3.6)."""
+    meta = payload.get("internal_chat_message_metadata_passthrough")
+    kinds = meta.get("content_item_kinds") if isinstance(meta, dict) else None
+    if not isinstance(kinds, list) or not kinds:
+        return False
+    return not any(isinstance(k, str) and k.startswith("user.") for k in kinds)
+
+
+def _injected(text: object) -> bool:
+    return isinstance(text, str) and text.lstrip().startswith(INJECTED_OPENERS)
+
+
+def _items(content: object) -> list[dict[str, Any]]:
+    return [i for i in content if isinstance(i, dict)] if isinstance(content, list) else []
+
+
+def _joined(items: Sequence[dict[str, Any]]) -> str:
+    return "\n".join(
+        i["text"] for i in items if i.get("type") in _TEXT_ITEMS and isinstance(i.get("text"), str)
+    )
+
+
+def _text_entry(record: SourceRecord, kind: str, role: str, text: str) -> NormalizedEntry:
+    return NormalizedEntry(
+        index=0,
+        entry_id=record.id,
+        parent_id=record.parent_id,
+        type=kind,
+        role=role,
+        tool=None,
+        text=clean_text(text),
+        timestamp=_timestamp(record),
+        is_error=False,
+        truncated=False,
+        line=record.line,
+        offset=record.offset,
+        agent=AGENT,
+    )
+
+
+def _with_sidechain(entry: NormalizedEntry, sidechain: bool) -> NormalizedEntry:
+    return replace(entry, sidechain=True) if sidechain else entry
+
+
+def _timestamp(record: SourceRecord) -> int | None:
+    return parse_timestamp_ms(record.value.get("timestamp")) if "payload" in record.value else None
+
+
+def _int(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _parse_int(text: str) -> int | None:
+    text = text.strip()
+    digits = text[1:] if text[:1] == "-" else text
+    return int(text) if digits.isascii() and digits.isdigit() else None

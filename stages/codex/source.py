@@ -1,0 +1,250 @@
+"""The Codex CLI adapter: a parsed rollout → an agent-neutral ``SourceSession``.
+
+Shapes (formats §3.3, §3.10.1), detected per line: a ``payload`` key is an envelope
+(``{timestamp, type, payload}``, era C/D; ``ordinal`` and other additions are ignored); a
+``record_type`` key is a state line (era B2, kind ``state``); a ``type`` without ``payload`` is a
+bare response item (era B, kind ``response_item`` with the line itself as payload); ``id`` plus
+``timestamp`` without ``type`` is a bare meta line. Everything else keeps its ``type`` (or
+``unknown``) as kind and gives no entry.
+
+Header. The first meta line (``session_meta`` envelope or bare meta) is the session's own: it is
+``header`` and not a record. Session id = its ``payload.id`` (``session_id`` only as a fallback: in
+subagent rollouts ``session_id`` names the parent, §3.5), else the file stem; cwd = its ``cwd``,
+else the first ``turn_context.cwd`` (era B has none). Later meta lines are records.
+
+Ids. A rollout is linear (§3.9), so ids are derived from the position in the file:
+``L<line>`` for the first object of a line and ``L<line>.<k>`` for the k-th further object of a
+concatenated line (stable under appends). Each record's parent is the previous record of the
+session's own chain.
+
+Parent thread (§3.5, §3.9). ``parent_session`` is ``source.subagent.thread_spawn.parent_thread_id``,
+else the era-D top-level ``parent_thread_id``, else ``forked_from_id``; all three (when present)
+are also in ``extra``. A subagent rollout (``source.subagent`` or ``thread_source: "subagent"``)
+is ``sidechain=True``.
+
+Forked copies (§3.4, §3.9; the gate openai-codex readers converged on: agentsview #657,
+tokscale #735/#896). A fork copies the parent's rollout, parent ``session_meta`` first, right
+after its own meta line, re-stamping every envelope timestamp. The copy is recognised from
+typed fields only:
+
+* it starts at the first meta line naming another thread, in a rollout that is a fork: its own
+  meta has ``forked_from_id``, or it is not a subagent (a subagent's first lines repeat its
+  parent's meta without copying history);
+* it ends at the first turn start (``turn_context``, or an ``event_msg`` ``task_started`` /
+  ``turn_started``) that belongs to the child: its ``turn_id`` is a UUIDv7 minted at or after the
+  child's creation (the child's own UUIDv7 id, else its meta ``timestamp``), or, for a non-v7
+  turn id, its ``task_started.started_at`` (epoch seconds) is not earlier. A turn start with no
+  such evidence ends the copy, so a child's own turns are never hidden.
+
+Copied records get kind ``codex.forked_copy`` (``FORKED_COPY``) and ``leaf_candidate=False``,
+and the child's chain skips them, so they are selected only in ``all`` mode, where the
+normalizer skips them: the parent's entries are indexed under the parent only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import PurePath
+from typing import Any
+
+from stages.common import parse_timestamp_ms
+from stages.source import ParseResult, RawRecord, SourceRecord, SourceSession
+
+__all__ = ["AGENT", "FORKED_COPY", "payload_of", "read_codex"]
+
+AGENT = "codex"
+FORKED_COPY = "codex.forked_copy"
+_META = "session_meta"
+_TURN_STARTS = ("task_started", "turn_started")
+_HEX = frozenset("0123456789abcdefABCDEF")
+
+
+def read_codex(parsed: ParseResult, path: str) -> SourceSession:
+    """Read a parsed Codex rollout. Never raises on odd content."""
+    reasons: set[str] = set()
+    if parsed.malformed_lines:
+        reasons.add("malformed_line")
+    raws = parsed.records
+    header_at = next((i for i, r in enumerate(raws) if _is_meta(r.value)), None)
+    header = raws[header_at].value if header_at is not None else None
+    meta = _meta_payload(header) if header is not None else {}
+
+    own_id = _str(meta.get("id")) or _str(meta.get("session_id")) or PurePath(path).stem
+    cwd = _str(meta.get("cwd")) or _first_turn_cwd(raws) or ""
+    source = meta.get("source")
+    subagent = source.get("subagent") if isinstance(source, dict) else None
+    spawn = subagent.get("thread_spawn") if isinstance(subagent, dict) else None
+    spawned_by = _str(spawn.get("parent_thread_id")) if isinstance(spawn, dict) else None
+    parent_thread = _str(meta.get("parent_thread_id"))
+    forked_from = _str(meta.get("forked_from_id"))
+    is_subagent = subagent is not None or meta.get("thread_source") == "subagent"
+
+    copies = _forked_copies(raws, header_at, own_id, meta, forked_from is not None, is_subagent)
+    records: list[SourceRecord] = []
+    previous_line = -1
+    k = 0
+    own_tail: str | None = None
+    last: str | None = None
+    for i, raw in enumerate(raws):
+        k = k + 1 if raw.line == previous_line else 0
+        previous_line = raw.line
+        if i == header_at:
+            continue
+        record_id = f"L{raw.line}" if k == 0 else f"L{raw.line}.{k}"
+        copied = i in copies
+        records.append(
+            SourceRecord(
+                position=len(records),
+                line=raw.line,
+                offset=raw.offset,
+                id=record_id,
+                parent_id=last if copied else own_tail,
+                kind=FORKED_COPY if copied else _kind(raw.value),
+                value=raw.value,
+                leaf_candidate=not copied,
+            )
+        )
+        last = record_id
+        if not copied:
+            own_tail = record_id
+
+    extra: dict[str, Any] = {}
+    for key, found in (
+        ("forked_from_id", forked_from),
+        ("parent_thread_id", parent_thread or spawned_by),
+        ("cli_version", _str(meta.get("cli_version"))),
+        ("originator", _str(meta.get("originator"))),
+    ):
+        if found is not None:
+            extra[key] = found
+    if copies:
+        extra["forked_copies"] = len(copies)
+    return SourceSession(
+        agent=AGENT,
+        path=path,
+        session_id=own_id,
+        cwd=cwd,
+        version=1,
+        header=header,
+        records=tuple(records),
+        reasons=tuple(sorted(reasons)),
+        parent_session=spawned_by or parent_thread or forked_from,
+        sidechain=is_subagent,
+        extra=extra,
+    )
+
+
+def payload_of(value: dict[str, Any]) -> dict[str, Any]:
+    """The item an envelope carries, or a bare (era B) item itself; ``{}`` if not an object."""
+    if "payload" in value:
+        payload = value["payload"]
+        return payload if isinstance(payload, dict) else {}
+    return value
+
+
+def _kind(value: dict[str, Any]) -> str:
+    if "payload" in value:
+        kind = value.get("type")
+        return kind if isinstance(kind, str) else "unknown"
+    if "record_type" in value:
+        return "state"
+    if "type" in value:
+        return "response_item"
+    if "id" in value and "timestamp" in value:
+        return _META
+    return "unknown"
+
+
+def _is_meta(value: dict[str, Any]) -> bool:
+    return _kind(value) == _META
+
+
+def _meta_payload(value: dict[str, Any]) -> dict[str, Any]:
+    return payload_of(value) if "payload" in value else value
+
+
+def _forked_copies(
+    raws: Sequence[RawRecord],
+    header_at: int | None,
+    own_id: str,
+    meta: dict[str, Any],
+    forked: bool,
+    subagent: bool,
+) -> set[int]:
+    """Indices of the records a fork copied from its parent (module docstring)."""
+    if header_at is None or not (forked or not subagent):
+        return set()
+    start = next(
+        (
+            i
+            for i in range(header_at + 1, len(raws))
+            if _is_meta(raws[i].value)
+            and _str(_meta_payload(raws[i].value).get("id")) not in (None, own_id)
+        ),
+        None,
+    )
+    if start is None:
+        return set()
+    created = _uuid7_ms(own_id)
+    if created is None:
+        created = parse_timestamp_ms(meta.get("timestamp"))
+    if created is None:
+        created = parse_timestamp_ms(raws[header_at].value.get("timestamp"))
+    if created is None:
+        return set()
+    decided: dict[str, bool] = {}
+    copies: set[int] = set()
+    for i in range(start, len(raws)):
+        if _starts_own_turn(raws[i].value, created, decided):
+            break
+        copies.add(i)
+    return copies
+
+
+def _starts_own_turn(value: dict[str, Any], created: int, decided: dict[str, bool]) -> bool:
+    """Whether this record opens one of the child's own turns (and so ends the copy)."""
+    kind = _kind(value)
+    payload = payload_of(value)
+    started: object = None
+    if kind == "event_msg" and payload.get("type") in _TURN_STARTS:
+        started = payload.get("started_at")
+    elif kind != "turn_context":
+        return False
+    turn_id = _str(payload.get("turn_id"))
+    if turn_id is not None and turn_id in decided:
+        return decided[turn_id]
+    minted = _uuid7_ms(turn_id)
+    if minted is not None:
+        own = minted >= created
+    elif isinstance(started, int | float) and not isinstance(started, bool):
+        own = started >= created // 1000
+    else:
+        own = True
+    if turn_id is not None:
+        decided[turn_id] = own
+    return own
+
+
+def _uuid7_ms(value: str | None) -> int | None:
+    """The Unix-millisecond timestamp a UUIDv7 string carries (its first 48 bits), else None."""
+    if value is None or len(value) != 36 or value[14] != "7":
+        return None
+    if any(value[i] != "-" for i in (8, 13, 18, 23)):
+        return None
+    digits = value.replace("-", "")
+    if len(digits) != 32 or not _HEX.issuperset(digits):
+        return None
+    return int(digits[:12], 16)
+
+
+def _first_turn_cwd(raws: Sequence[RawRecord]) -> str | None:
+    for raw in raws:
+        if _kind(raw.value) == "turn_context":
+            cwd = _str(payload_of(raw.value).get("cwd"))
+            if cwd:
+                return cwd
+    return None
+
+
+def _str(value: object) -> str | None:
+    return value if isinstance(value, str) else None
