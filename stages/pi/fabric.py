@@ -144,6 +144,11 @@ def _finite_number(value: int | float) -> bool:
         return False
 
 
+def _member(value: object, allowed: frozenset[str]) -> bool:
+    """Set membership for an arbitrary JSON value (a list or object is never a member)."""
+    return isinstance(value, str) and value in allowed
+
+
 def _only_keys(value: dict[str, Any], allowed: frozenset[str]) -> bool:
     return all(key in allowed for key in value)
 
@@ -234,7 +239,7 @@ def _is_witness_rule(value: object) -> bool:
         and isinstance(value.get("key"), str)
         and _utf16_length(value["key"]) <= 128
         and value["key"] not in _UNSAFE_WITNESS_KEYS
-        and value.get("kind") in _WITNESS_RULE_KINDS
+        and _member(value.get("kind"), _WITNESS_RULE_KINDS)
     )
 
 
@@ -266,11 +271,11 @@ def _valid_trace_operation(op: object) -> bool:
     args = op.get("args")
     if not isinstance(op.get("ref"), str) or not isinstance(args, dict) or not _trace_json(args):
         return False
-    if op.get("outcome") not in OUTCOMES:
+    if not _member(op.get("outcome"), OUTCOMES):
         return False
     if not (_optional_str(op, "provider") and _optional_str(op, "action")):
         return False
-    if "failureStage" in op and op["failureStage"] not in _FAILURE_STAGES:
+    if "failureStage" in op and not _member(op["failureStage"], _FAILURE_STAGES):
         return False
     if not _optional_str(op, "error"):
         return False
@@ -286,7 +291,7 @@ def _valid_trace(trace: object) -> bool:
         return False
     if trace.get("kind") != TRACE_KIND or not _equals_number(trace.get("version"), 1):
         return False
-    if trace.get("outcome") not in OUTCOMES:
+    if not _member(trace.get("outcome"), OUTCOMES):
         return False
     phases, operations, counts = trace.get("phases"), trace.get("operations"), trace.get("counts")
     if not isinstance(phases, list) or not all(isinstance(p, str) for p in phases):
@@ -484,7 +489,7 @@ def _valid_fact_v1(fact: object, budget: _NodeBudget) -> bool:
         and isinstance(fact.get("tool"), str)
         and isinstance(args, dict)
         and _details_json(args, budget)
-        and fact.get("outcome") in OUTCOMES
+        and _member(fact.get("outcome"), OUTCOMES)
         and _optional_str(fact, "error")
         and ("result" not in fact or _details_json(fact["result"], budget))
     )
@@ -512,7 +517,7 @@ def _valid_fact_v2(fact: object, budget: _NodeBudget) -> bool:
                 and utf8_size(description) <= _RUN_DESCRIPTION_MAX_BYTES
             )
         )
-        and fact.get("outcome") in OUTCOMES
+        and _member(fact.get("outcome"), OUTCOMES)
     )
 
 

@@ -129,7 +129,7 @@ class _Fields:
 def _entry(record: SourceRecord, policy: Policy, index: int) -> NormalizedEntry | None:
     value = record.value
     kind = value.get("type")
-    if kind not in KEPT_TYPES:
+    if not isinstance(kind, str) or kind not in KEPT_TYPES:
         return None
     message = value.get("message")
     entry_id = clean_text(record.id) if record.id is not None else None
@@ -174,7 +174,8 @@ def _message_fields(message: dict[str, Any], entry_id: str | None, policy: Polic
     raw_role = message.get("role")
     role = clean_text(raw_role) if isinstance(raw_role, str) and raw_role else None
     if role == "user":
-        return _Fields(role=role, text=_content_text(message.get("content")))
+        text = _content_text(message.get("content"))
+        return _Fields(role=role, text=text, is_error=_is_error(message))
     if role == "assistant":
         return _assistant(message, entry_id, policy)
     if role == "toolResult":
