@@ -1,0 +1,3 @@
+from pipeline.corpus.cli import main
+
+raise SystemExit(main())

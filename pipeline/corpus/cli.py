@@ -1,0 +1,58 @@
+"""``python -m pipeline.corpus --out DIR --sessions N --mean-kb K --seed S [--agents …]``."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from pipeline.corpus.generate import generate
+
+__all__ = ["main"]
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m pipeline.corpus",
+        description="Write a deterministic synthetic corpus of agent session files.",
+    )
+    parser.add_argument("--out", type=Path, required=True, help="corpus directory (empty or new)")
+    parser.add_argument("--sessions", type=int, required=True, help="number of sessions")
+    parser.add_argument("--mean-kb", type=int, required=True, help="mean session size in KB")
+    parser.add_argument("--seed", type=int, required=True, help="seed; same args, same bytes")
+    parser.add_argument(
+        "--agents", default="pi", help="comma-separated subset of pi,claude,codex (default: pi)"
+    )
+    parser.add_argument(
+        "--force", action="store_true", help="replace the corpus an earlier run left in --out"
+    )
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the CLI; returns the exit status (2 for bad arguments or a non-empty ``--out``)."""
+    args = _parser().parse_args(argv)
+    agents = tuple(a.strip() for a in args.agents.split(",") if a.strip())
+    started = time.perf_counter()
+    try:
+        manifest = generate(
+            args.out,
+            sessions=args.sessions,
+            mean_kb=args.mean_kb,
+            seed=args.seed,
+            agents=agents,
+            force=args.force,
+        )
+    except (ValueError, FileExistsError) as exc:
+        print(f"pipeline.corpus: {exc}", file=sys.stderr)
+        return 2
+    elapsed = time.perf_counter() - started
+    totals = manifest.totals
+    print(
+        f"wrote {totals.files} files ({totals.sessions} sessions, {totals.bytes / 1e6:.1f} MB, "
+        f"{len(manifest.planted)} planted + {len(manifest.off_branch)} off-branch terms, "
+        f"{len(manifest.malformed)} malformed lines) to {args.out} in {elapsed:.1f}s"
+    )
+    return 0
