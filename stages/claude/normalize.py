@@ -18,10 +18,12 @@ Mirrors the Pi text rules (reference §1.10) over Claude Code's typed fields (fo
   name, ``ref``/``provider``/``action`` are ``claude.<tool>``/``claude``/``<tool>``,
   ``operation_address`` is ``<entry id>/call:<first tool_use id>``, ``files_touched`` collects the
   typed path keys of every call's ``input``. ``isApiErrorMessage`` sets ``is_error``.
-* **toolResult** — one entry per ``tool_result`` block: ``toolResult(<name>)[ [error]]: <body>``,
+* **toolResult** — one entry per ``tool_result`` block: ``toolResult(<name>)[ [error]]: <body>``
+  exactly as Pi writes it (no ``: `` without a body, bare ``toolResult`` for an unpaired result),
   the name from the paired ``tool_use`` anywhere in the file, the body (text of the block) only
   under ``index_tool_output``; ``is_error``/``outcome`` from the block's ``is_error``. The first
-  block of a line has the line's uuid as entry id, later ones ``<uuid>/result:<tool_use_id>``.
+  block of a line has the line's uuid as entry id, later ones ``<uuid>/result:<tool_use_id>``;
+  no operation address (the call's assistant entry carries it, as in Pi).
 * **compactionSummary** — ``isCompactSummary`` lines: ``compaction: <summary>``.
 
 Everything else (``system``, ``progress``, ``attachment``, metadata lines, unknown types) gives
@@ -135,17 +137,18 @@ def _assistant(group: list[SourceRecord], policy: Policy, sidechain: bool) -> No
                         continue
                     seen_calls.add(call_id)
                 name = block.get("name")
-                name = name if isinstance(name, str) else ""
+                name = clean_text(name) if isinstance(name, str) else ""
                 args = block.get("input") if "input" in block else None
                 summary = summarize_args(args) if "input" in block else ""
                 parts.append(f"Tool: {name}({summary})")
-                calls.append((name, call_id if isinstance(call_id, str) else "", args))
-    tool = calls[0][0] if calls else None
-    address = f"{head.id}/call:{calls[0][1]}" if calls and calls[0][1] and head.id else None
+                calls.append((name, clean_text(call_id) if isinstance(call_id, str) else "", args))
+    tool = (calls[0][0] or None) if calls else None
+    entry_id = _clean(head.id)
+    address = f"{entry_id}/call:{calls[0][1]}" if tool and calls[0][1] and entry_id else None
     return NormalizedEntry(
         index=0,
-        entry_id=head.id,
-        parent_id=head.parent_id,
+        entry_id=entry_id,
+        parent_id=_clean(head.parent_id),
         type="message",
         role="assistant",
         tool=tool,
@@ -159,7 +162,7 @@ def _assistant(group: list[SourceRecord], policy: Policy, sidechain: bool) -> No
         operation_address=address,
         ref=f"claude.{tool}" if tool else None,
         provider=AGENT if tool else None,
-        action=tool or None,
+        action=tool,
         files_touched=files_touched(args for _, _, args in calls),
         sidechain=sidechain,
     )
@@ -209,14 +212,14 @@ def _result(
     call_id = call_id if isinstance(call_id, str) else ""
     name = tool_names.get(call_id)
     failed = block.get("is_error") is True
-    text = f"toolResult({name or ''}){' [error]' if failed else ''}: "
-    if policy.index_tool_output:
-        text += _joined_text(block.get("content"))
-    entry_id = record.id if k == 0 or record.id is None else f"{record.id}/result:{call_id}"
+    body = _joined_text(block.get("content")) if policy.index_tool_output else ""
+    text = _result_text(name, failed, body)
+    own = _clean(record.id)
+    entry_id = own if k == 0 or own is None else f"{own}/result:{clean_text(call_id)}"
     return NormalizedEntry(
         index=0,
         entry_id=entry_id,
-        parent_id=record.parent_id,
+        parent_id=_clean(record.parent_id),
         type="message",
         role="toolResult",
         tool=name,
@@ -235,13 +238,19 @@ def _result(
     )
 
 
+def _result_text(name: str | None, failed: bool, body: str) -> str:
+    """Pi's form: ``toolResult(<tool>)[ [error]]: <body>``; no ``: `` without a body."""
+    prefix = (f"toolResult({name})" if name else "toolResult") + (" [error]" if failed else "")
+    return f"{prefix}: {body}" if body else prefix
+
+
 def _entry(
     record: SourceRecord, kind: str, role: str, text: str, sidechain: bool
 ) -> NormalizedEntry:
     return NormalizedEntry(
         index=0,
-        entry_id=record.id,
-        parent_id=record.parent_id,
+        entry_id=_clean(record.id),
+        parent_id=_clean(record.parent_id),
         type=kind,
         role=role,
         tool=None,
@@ -267,8 +276,12 @@ def _tool_names(records: Iterable[SourceRecord]) -> dict[str, str]:
             if block.get("type") not in _TOOL_BLOCKS:
                 continue
             if isinstance(call_id, str) and isinstance(name, str) and name:
-                names.setdefault(call_id, name)
+                names.setdefault(call_id, clean_text(name))
     return names
+
+
+def _clean(value: str | None) -> str | None:
+    return clean_text(value) if value is not None else None
 
 
 def _blocks(value: dict[str, Any]) -> list[dict[str, Any]]:

@@ -18,8 +18,8 @@ Mirrors the Pi text rules (reference §1.10) over Codex's typed items (formats �
   unquoted). ``ref``/``provider``/``action`` are ``codex.<name>``/``codex``/``<name>``;
   ``operation_address`` is ``<entry id>/call:<call_id>``; ``files_touched`` from typed path keys.
 * **function_call_output** / **custom_tool_call_output** → a ``toolResult`` entry
-  ``toolResult(<name>)[ [error]]: <body>``, paired with its call by ``call_id`` (the name; the body
-  only under ``index_tool_output``). Codex writes no error flag (§3.6), so the outcome comes from
+  ``toolResult(<name>)[ [error]]: <body>`` in Pi's exact form, paired with its call by
+  ``call_id`` (the name; the body only under ``index_tool_output``). Codex writes no error flag (§3.6), so the outcome comes from
   the exit code the output's machine-written envelope carries: the legacy shell JSON
   ``metadata.exit_code``, a first line ``Exit code: N`` (freeform shell) or a header line
   ``Process exited with code N`` before ``Output:`` (unified exec); an ``event_msg``
@@ -169,7 +169,9 @@ def _call(record: SourceRecord, payload: dict[str, Any]) -> NormalizedEntry:
     else:
         summary = summarize_args(args)
     call_id = payload.get("call_id")
-    address = f"{record.id}/call:{call_id}" if isinstance(call_id, str) and call_id else None
+    address = None
+    if isinstance(call_id, str) and call_id:
+        address = f"{record.id}/call:{clean_text(call_id)}"
     return NormalizedEntry(
         index=0,
         entry_id=record.id,
@@ -200,7 +202,7 @@ def _call_shape(payload: dict[str, Any]) -> tuple[str, object, str | None]:
     if item == "web_search_call":
         return "web_search", payload.get("action"), None
     name = payload.get("name")
-    name = name if isinstance(name, str) else ""
+    name = clean_text(name) if isinstance(name, str) else ""
     text = payload.get("arguments" if item == "function_call" else "input")
     if not isinstance(text, str):
         return name, text, None
@@ -229,9 +231,8 @@ def _output(
         succeeded = exit_code == 0
     outcome = None if succeeded is None else ("succeeded" if succeeded else "failed")
     failed = outcome == "failed"
-    text = f"toolResult({name or ''}){' [error]' if failed else ''}: "
-    if policy.index_tool_output:
-        text += body
+    prefix = (f"toolResult({name})" if name else "toolResult") + (" [error]" if failed else "")
+    text = f"{prefix}: {body}" if policy.index_tool_output and body else prefix
     return NormalizedEntry(
         index=0,
         entry_id=record.id,

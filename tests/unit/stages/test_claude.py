@@ -411,14 +411,14 @@ def test_tool_results_pair_names_and_map_errors_to_outcomes() -> None:
         ("r1", "Edit", True, "failed", "claude.Edit", "toolResult(Edit) [error]: no such line"),
         ("r1/result:t2", "NotebookEdit", False, "succeeded", "claude.NotebookEdit",
          "toolResult(NotebookEdit): ok"),
-        ("r2", None, False, "succeeded", None, "toolResult(): orphan"),
+        ("r2", None, False, "succeeded", None, "toolResult: orphan"),
     ]  # fmt: skip
     assert all(e.operation_address is None for e in found[2:])
     quiet = entries(session, policy=Policy(index_tool_output=False))
     assert [e.text for e in quiet[2:]] == [
-        "toolResult(Edit) [error]: ",
-        "toolResult(NotebookEdit): ",
-        "toolResult(): ",
+        "toolResult(Edit) [error]",
+        "toolResult(NotebookEdit)",
+        "toolResult",
     ]
 
 

@@ -310,12 +310,12 @@ def test_outputs_pair_by_call_id_and_exit_codes_give_outcomes() -> None:
         ("tool4", "failed", True, "toolResult(tool4) [error]: Exit code: 0\nOutput:\n"),
         ("tool5", "failed", True, "toolResult(tool5) [error]: Success."),
         ("tool6", None, False, "toolResult(tool6): odd"),
-        (None, None, False, "toolResult(): orphan"),
+        (None, None, False, "toolResult: orphan"),
     ]  # fmt: skip
     assert [e.ref for e in results][-2:] == ["codex.tool6", None]
     assert all(e.operation_address is None for e in results)
     quiet = [e.text for e in entries(session, policy=Policy(index_tool_output=False))]
-    assert quiet[8:10] == ["toolResult(tool0) [error]: ", "toolResult(tool1): "]
+    assert quiet[8:10] == ["toolResult(tool0) [error]", "toolResult(tool1)"]
 
 
 # --- reasoning and compaction -------------------------------------------------------------------
