@@ -64,6 +64,10 @@ _JS_WHITESPACE = (
     "\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
 )
 
+# The integers orjson can serialize (i64 and u64).
+_INT_MIN = -(2**63)
+_INT_MAX = 2**64 - 1
+
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _ONE_MS = timedelta(milliseconds=1)
 
@@ -149,7 +153,7 @@ def json_value(value: object, _depth: int = 0) -> Any:
     """A copy of *value* that serializes exactly as ``JSON.stringify`` would see it.
 
     * strings (and keys) are cleaned of lone surrogates;
-    * integral floats below 1e21 become ints (JSON has one number type: ``1.0`` is ``1``);
+    * integral floats become ints (JSON has one number type: ``1.0`` is ``1``);
     * non-finite floats become null, as ``JSON.stringify(NaN)`` gives ``null``;
     * integers beyond 64 bits become floats (a JS parser reads them as doubles);
     * tuples become lists; any other non-JSON object becomes null.
@@ -159,7 +163,7 @@ def json_value(value: object, _depth: int = 0) -> Any:
     if isinstance(value, str):
         return clean_text(value)
     if isinstance(value, int):
-        if -(2**63) <= value < 2**64:
+        if _INT_MIN <= value <= _INT_MAX:
             return value
         try:
             return float(value)
@@ -168,7 +172,9 @@ def json_value(value: object, _depth: int = 0) -> Any:
     if isinstance(value, float):
         if not math.isfinite(value):
             return None
-        if value.is_integer() and abs(value) < 1e21:
+        # JS prints integral doubles below 1e21 without a fraction; orjson only writes ints
+        # that fit 64 bits, so the rare integral doubles beyond that stay floats.
+        if value.is_integer() and _INT_MIN <= value <= _INT_MAX:
             return int(value)
         return value
     if _depth >= _MAX_JSON_DEPTH:

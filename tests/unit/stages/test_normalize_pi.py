@@ -805,3 +805,35 @@ def test_arbitrary_messages_never_raise(records: list[dict[str, Any]]) -> None:
     for entry in result.entries:
         entry.text.encode("utf-8")
         orjson.dumps(entry.to_wire())
+
+
+# ---------------------------------------------------------------------------------------------
+# Shared helpers (stages.common) other agents' normalizers rely on
+
+
+def test_json_value_prints_numbers_as_javascript_does_and_stays_serializable() -> None:
+    from stages.common import json_compact
+
+    assert json_compact([1.0, -0.0, 0.5, 1e21, float("nan"), float("inf")]) == (
+        "[1,0,0.5,1e+21,null,null]"
+    )
+    assert json_compact([2**64 - 1, 2**64, -(2**63) - 1, 10**400]) == (
+        "[18446744073709551615,1.8446744073709552e+19,-9.223372036854776e+18,null]"
+    )
+    assert json_compact({"k\ud800": ("t", "\udfff")}) == '{"k\ufffd":["t","\ufffd"]}'
+
+
+def test_path_key_rule_is_a_suffix_rule_over_keys_with_ascii_case_folding() -> None:
+    from stages.common import is_path_key
+
+    assert [is_path_key(k) for k in ("path", "filePath", "FILES", "paths", "profile")] == [True] * 5
+    assert [is_path_key(k) for k in ("pathx", "dir", "pathname", "fıle", "")] == [False] * 5
+
+
+def test_js_trim_and_truthiness_follow_javascript() -> None:
+    from stages.common import js_trim, js_truthy
+
+    assert js_trim("\ufeff\u2028 a \u3000\xa0") == "a"
+    assert js_trim("\x1c a \x1f") == "\x1c a \x1f"
+    assert [js_truthy(v) for v in ([], {}, "0", -1, float("inf"))] == [True] * 5
+    assert [js_truthy(v) for v in (None, False, 0, float("nan"), "")] == [False] * 5
