@@ -176,7 +176,14 @@ class _Claude:
             last_is_bad = (
                 bool(t.draft.malformed) and t.draft.malformed[-1] == len(t.draft.lines) - 1
             )
-            if done >= 1 and rewound and compacted and since and not last_is_bad:
+            if (
+                done >= 1
+                and rewound
+                and compacted
+                and since
+                and not last_is_bad
+                and not self.fail_next
+            ):
                 break
         return self._finish()
 
@@ -223,9 +230,12 @@ class _Claude:
         else:
             t.line(head, uid=uid)
         steps = steps or rng.choice((1, 2, 2, 3, 3, 4, 5, 6))
+        failing = self.fail_next and t.agent_id is None
+        if failing:
+            steps = max(steps, 2)  # a forced failure needs a tool call
         final_text = ""
         for step in range(steps):
-            final = step == steps - 1 or t.draft.size >= self.plan.target
+            final = step == steps - 1 or (t.draft.size >= self.plan.target and not failing)
             final_text = self._response(t, final=final)
             if final:
                 break

@@ -136,7 +136,7 @@ class _Codex:
                 self._event({"type": "context_compacted"})
                 compacted = True
                 continue
-            if done >= 1 and malformed and compacted:
+            if done >= 1 and malformed and compacted and not self.fail_next:
                 break
         return self._finish()
 
@@ -185,10 +185,14 @@ class _Codex:
         )
         started = self.now
         steps = rng.choice((1, 2, 2, 3, 3, 4, 5, 6))
-        aborted = rng.random() < 0.04
+        if self.fail_next:
+            steps = max(steps, 2)  # a forced failure needs a tool call
+        aborted = rng.random() < 0.04 and not self.fail_next
         last_text: tuple[int, int] | None = None
         for step in range(steps):
-            final = step == steps - 1 or self.draft.size >= self.plan.target
+            final = step == steps - 1 or (
+                self.draft.size >= self.plan.target and not self.fail_next
+            )
             self._tick(1_500, 40_000)
             self._reasoning()
             if final and aborted:

@@ -144,7 +144,7 @@ def generate(
         raise ValueError(f"agents must be distinct names from {AGENTS}, got {agents}")
     if force:
         _clear(out)
-    if out.exists() and any(out.iterdir()):
+    elif out.exists() and any(out.iterdir()):
         raise FileExistsError(f"{out} is not empty (force / --force replaces an earlier corpus)")
     out.mkdir(parents=True, exist_ok=True)
 

@@ -150,7 +150,14 @@ class _Pi:
             last_is_bad = (
                 bool(self.draft.malformed) and self.draft.malformed[-1] == len(self.draft.lines) - 1
             )
-            if done >= 1 and branched and compacted and since_branch and not last_is_bad:
+            if (
+                done >= 1
+                and branched
+                and compacted
+                and since_branch
+                and not last_is_bad
+                and not self.fail_next
+            ):
                 break
         return self._finish(rng)
 
@@ -176,8 +183,10 @@ class _Pi:
         if rng.random() < 0.2:
             self._custom_message(display=rng.random() < 0.25)
         steps = rng.choice((1, 2, 2, 3, 3, 4, 5, 6, 8))
+        if self.fail_next:
+            steps = max(steps, 2)  # a forced failure needs a tool call
         for step in range(steps):
-            final = step == steps - 1 or self._remaining() <= 0
+            final = step == steps - 1 or (self._remaining() <= 0 and not self.fail_next)
             if not final and rng.random() < 0.02:
                 self._aborted()
                 break
@@ -288,7 +297,7 @@ class _Pi:
         kinds = rng.choices(KINDS, WEIGHTS, k=rng.choice((1, 1, 1, 2, 3)))
         if self.fabric_next or (self.plan.fabric and rng.random() < 0.3):
             self.fabric_next = False
-            kinds[0] = "fabric_exec"
+            kinds.insert(0, "fabric_exec")
         return kinds
 
     def _call_id(self, kind: str) -> str:
