@@ -2,14 +2,14 @@
 
 Mirrors the Pi text rules (reference §1.10) over Codex's typed items (formats §3.6–§3.8):
 
-* ``response_item`` **message** ``role: user`` → a ``user`` entry of its ``input_text`` items joined
-  by ``\\n``, unless it is injected context (§3.7): an era-D message whose
-  ``content_item_kinds`` name no ``user.*`` kind is dropped whole; otherwise each ``input_text``
-  item that opens with one of the structural markers Codex writes injected context with
-  (``INJECTED_OPENERS``: AGENTS.md, environment, user-instructions, subagent-notification,
-  turn-aborted, IDE-context and image tags) is dropped, and a message left with no text or image
-  gives no entry. ``role: assistant`` → an ``assistant`` entry of its ``output_text`` items.
-  ``developer``/``system`` messages give nothing.
+* ``response_item`` **message** ``role: user`` → a ``user`` entry of the items a person wrote
+  (``stages.codex.source.human_items``) joined by ``\\n``; injected context never is (§3.7): an
+  era-D message whose ``content_item_kinds`` name no ``user.*`` kind is dropped whole, otherwise
+  each ``input_text`` item that opens with one of the structural markers Codex writes injected
+  context with (``INJECTED_OPENERS``: AGENTS.md, environment, user-instructions,
+  subagent-notification, turn-aborted, IDE-context and image tags) is dropped, and a message left
+  with no text or image gives no entry. ``role: assistant`` → an ``assistant`` entry of its
+  ``output_text`` items. ``developer``/``system`` messages give nothing.
 * **reasoning** → an ``assistant`` entry of type ``reasoning`` (summary and content texts) only
   under ``index_thinking``; encrypted content has no text (§3.10.6).
 * **function_call**, **custom_tool_call**, **local_shell_call**, **web_search_call** → an
@@ -19,10 +19,11 @@ Mirrors the Pi text rules (reference §1.10) over Codex's typed items (formats �
   ``operation_address`` is ``<entry id>/call:<call_id>``; ``files_touched`` from typed path keys.
 * **function_call_output** / **custom_tool_call_output** → a ``toolResult`` entry
   ``toolResult(<name>)[ [error]]: <body>`` in Pi's exact form, paired with its call by
-  ``call_id`` (the name; the body only under ``index_tool_output``). Codex writes no error flag (§3.6), so the outcome comes from
-  the exit code the output's machine-written envelope carries: the legacy shell JSON
-  ``metadata.exit_code``, a first line ``Exit code: N`` (freeform shell) or a header line
-  ``Process exited with code N`` before ``Output:`` (unified exec); an ``event_msg``
+  ``call_id`` (the name; the body only under ``index_tool_output``). Codex writes no error flag
+  (§3.6), so the outcome comes from the exit code the output's machine-written envelope
+  carries: the legacy shell JSON ``metadata.exit_code``, a first line ``Exit code: N``
+  (freeform shell) or a header line ``Process exited with code N`` before ``Output:``
+  (unified exec); an ``event_msg``
   ``exec_command_end.exit_code`` or ``patch_apply_end.success`` with the same ``call_id`` wins.
   0/success → ``succeeded``, anything else → ``failed`` (and ``is_error``); none → no outcome.
 * **compacted** → ``compaction: <message>`` (role ``compactionSummary``) when the message is not
@@ -44,7 +45,7 @@ from typing import Any
 
 import orjson
 
-from stages.codex.source import FORKED_COPY, payload_of
+from stages.codex.source import FORKED_COPY, INJECTED_OPENERS, human_items, payload_of
 from stages.common import (
     ARGS_SUMMARY_SCALARS,
     clean_text,
@@ -64,20 +65,6 @@ __all__ = ["INJECTED_OPENERS", "normalize_codex"]
 
 AGENT = "codex"
 
-# How Codex opens the text of context it injects as user messages (formats §3.7; the seed's
-# IDE and image context). Matched only at the start of an ``input_text`` item.
-INJECTED_OPENERS = (
-    "# AGENTS.md instructions for ",
-    "<INSTRUCTIONS>",
-    "<environment_context>",
-    "<user_instructions>",
-    "<subagent_notification>",
-    "<turn_aborted>",
-    "## My request for Codex:",
-    "# Context from my IDE setup:",
-    "<image",
-    "</image>",
-)
 _CALLS = ("function_call", "custom_tool_call", "local_shell_call", "web_search_call")
 _OUTPUTS = ("function_call_output", "custom_tool_call_output")
 _TEXT_ITEMS = ("input_text", "output_text", "text")
@@ -124,16 +111,10 @@ def normalize_codex(session: SourceSession, lineage: Lineage, policy: Policy) ->
 
 
 def _message(record: SourceRecord, payload: dict[str, Any]) -> NormalizedEntry | None:
-    role = payload.get("role")
-    items = _items(payload.get("content"))
-    if role == "assistant":
-        return _text_entry(record, "message", "assistant", _joined(items))
-    if role != "user" or _injected_by_kind(payload):
-        return None
-    kept = [i for i in items if not (i.get("type") == "input_text" and _injected(i.get("text")))]
-    if not any(i.get("type") in ("input_text", "input_image") for i in kept):
-        return None
-    return _text_entry(record, "message", "user", _joined(kept))
+    if payload.get("role") == "assistant":
+        return _text_entry(record, "message", "assistant", _joined(_items(payload.get("content"))))
+    kept = human_items(payload)
+    return None if kept is None else _text_entry(record, "message", "user", _joined(kept))
 
 
 def _event(
@@ -346,15 +327,6 @@ def _echoed_texts(selected: Sequence[SourceRecord]) -> dict[str, set[str]]:
 def _reasoning(payload: dict[str, Any]) -> str:
     parts = [*_items(payload.get("summary")), *_items(payload.get("content"))]
     return "\n".join(p["text"] for p in parts if isinstance(p.get("text"), str))
-
-
-def _injected_by_kind(payload: dict[str, Any]) -> bool:
-    """Era D: ``content_item_kinds`` present and naming no ``user.*`` kind (§3.6)."""
-    meta = payload.get("internal_chat_message_metadata_passthrough")
-    kinds = meta.get("content_item_kinds") if isinstance(meta, dict) else None
-    if not isinstance(kinds, list) or not kinds:
-        return False
-    return not any(isinstance(k, str) and k.startswith("user.") for k in kinds)
 
 
 def _injected(text: object) -> bool:

@@ -39,6 +39,14 @@ typed fields only:
 Copied records get kind ``codex.forked_copy`` (``FORKED_COPY``) and ``leaf_candidate=False``,
 and the child's chain skips them, so they are selected only in ``all`` mode, where the
 normalizer skips them: the parent's entries are indexed under the parent only.
+
+Rollbacks (§3.9). An ``event_msg`` ``thread_rolled_back {num_turns: N}`` drops the newest N user
+turns, as Codex's own replay does: the chain is cut before the N-th newest human user message
+(``human_items``; the first one when there are fewer) and the rollback event continues from
+the record before it. The dropped records stay in the file as an abandoned branch: in ``all``,
+not in ``active``. ``extra["rolled_back"]`` counts them. Compaction, by contrast, cuts nothing:
+as with Pi and Claude Code, a ``compacted`` item adds its summary and the history before it
+stays on the active path.
 """
 
 from __future__ import annotations
@@ -50,10 +58,24 @@ from typing import Any
 from stages.common import parse_timestamp_ms
 from stages.source import ParseResult, RawRecord, SourceRecord, SourceSession
 
-__all__ = ["AGENT", "FORKED_COPY", "payload_of", "read_codex"]
+__all__ = ["AGENT", "FORKED_COPY", "INJECTED_OPENERS", "human_items", "payload_of", "read_codex"]
 
 AGENT = "codex"
 FORKED_COPY = "codex.forked_copy"
+# How Codex opens the text of context it injects as user messages (formats §3.7; the seed's
+# IDE and image context). Matched only at the start of an ``input_text`` item.
+INJECTED_OPENERS = (
+    "# AGENTS.md instructions for ",
+    "<INSTRUCTIONS>",
+    "<environment_context>",
+    "<user_instructions>",
+    "<subagent_notification>",
+    "<turn_aborted>",
+    "## My request for Codex:",
+    "# Context from my IDE setup:",
+    "<image",
+    "</image>",
+)
 _META = "session_meta"
 _TURN_STARTS = ("task_started", "turn_started")
 _HEX = frozenset("0123456789abcdefABCDEF")
@@ -83,7 +105,9 @@ def read_codex(parsed: ParseResult, path: str) -> SourceSession:
     records: list[SourceRecord] = []
     previous_line = -1
     k = 0
-    own_tail: str | None = None
+    chain: list[str] = []  # the session's own surviving records, oldest first
+    human_at: list[int] = []  # indices into ``chain`` of human user messages
+    rolled_back = 0
     last: str | None = None
     for i, raw in enumerate(raws):
         k = k + 1 if raw.line == previous_line else 0
@@ -92,21 +116,26 @@ def read_codex(parsed: ParseResult, path: str) -> SourceSession:
             continue
         record_id = f"L{raw.line}" if k == 0 else f"L{raw.line}.{k}"
         copied = i in copies
+        kind = _kind(raw.value)
+        if not copied and kind == "event_msg":
+            rolled_back += _roll_back(payload_of(raw.value), chain, human_at)
         records.append(
             SourceRecord(
                 position=len(records),
                 line=raw.line,
                 offset=raw.offset,
                 id=record_id,
-                parent_id=last if copied else own_tail,
-                kind=FORKED_COPY if copied else _kind(raw.value),
+                parent_id=last if copied else (chain[-1] if chain else None),
+                kind=FORKED_COPY if copied else kind,
                 value=raw.value,
                 leaf_candidate=not copied,
             )
         )
         last = record_id
         if not copied:
-            own_tail = record_id
+            chain.append(record_id)
+            if kind == "response_item" and human_items(payload_of(raw.value)) is not None:
+                human_at.append(len(chain) - 1)
 
     extra: dict[str, Any] = {}
     for key, found in (
@@ -119,6 +148,8 @@ def read_codex(parsed: ParseResult, path: str) -> SourceSession:
             extra[key] = found
     if copies:
         extra["forked_copies"] = len(copies)
+    if rolled_back:
+        extra["rolled_back"] = rolled_back
     return SourceSession(
         agent=AGENT,
         path=path,
@@ -142,6 +173,36 @@ def payload_of(value: dict[str, Any]) -> dict[str, Any]:
     return value
 
 
+def human_items(payload: dict[str, Any]) -> list[dict[str, Any]] | None:
+    """The content items a person wrote, if this ``message`` item is a human turn (§3.7).
+
+    ``None`` for anything but a ``role: user`` message, for an era-D message whose
+    ``content_item_kinds`` name no ``user.*`` kind, and for a message whose text and image items
+    are all injected context (an ``input_text`` opening with one of ``INJECTED_OPENERS``).
+    """
+    if payload.get("type", "message") != "message" or payload.get("role") != "user":
+        return None
+    meta = payload.get("internal_chat_message_metadata_passthrough")
+    kinds = meta.get("content_item_kinds") if isinstance(meta, dict) else None
+    human_kinds = (isinstance(k, str) and k.startswith("user.") for k in kinds or ())
+    if isinstance(kinds, list) and kinds and not any(human_kinds):
+        return None
+    content = payload.get("content")
+    items = [i for i in content if isinstance(i, dict)] if isinstance(content, list) else []
+    kept = [
+        i
+        for i in items
+        if not (
+            i.get("type") == "input_text"
+            and isinstance(i.get("text"), str)
+            and i["text"].lstrip().startswith(INJECTED_OPENERS)
+        )
+    ]
+    if not any(i.get("type") in ("input_text", "input_image") for i in kept):
+        return None
+    return kept
+
+
 def _kind(value: dict[str, Any]) -> str:
     if "payload" in value:
         kind = value.get("type")
@@ -161,6 +222,23 @@ def _is_meta(value: dict[str, Any]) -> bool:
 
 def _meta_payload(value: dict[str, Any]) -> dict[str, Any]:
     return payload_of(value) if "payload" in value else value
+
+
+def _roll_back(payload: dict[str, Any], chain: list[str], human_at: list[int]) -> int:
+    """Apply a ``thread_rolled_back`` event: drop the newest ``num_turns`` user turns from the
+    chain (Codex's ``rollback_surviving_items``: cut at the N-th newest human user message, or
+    the first when there are fewer). Returns how many records left the chain."""
+    turns = payload.get("num_turns")
+    if payload.get("type") != "thread_rolled_back" or not human_at:
+        return 0
+    if not isinstance(turns, int) or isinstance(turns, bool) or turns <= 0:
+        return 0
+    keep = max(0, len(human_at) - turns)
+    cut = human_at[keep]
+    dropped = len(chain) - cut
+    del chain[cut:]
+    del human_at[keep:]
+    return dropped
 
 
 def _forked_copies(

@@ -579,3 +579,45 @@ def test_real_catalog_rollout_normalizes_and_keeps_its_first_turn() -> None:
             (21, "toolResult", "shell", "toolResult(shell): a.txt\nb.txt\n"),
             (23, "assistant", None, "Found 2 files."),  # agent_message on line 24 is a copy
         ]  # fmt: skip
+
+
+# --- rollback ----------------------------------------------------------------------------------
+
+
+def test_a_rollback_abandons_the_newest_user_turns_on_the_active_path() -> None:
+    session = read(
+        meta(),
+        said("user", "<environment_context>x</environment_context>"),  # not a user turn
+        said("user", "one"),
+        said("assistant", "reply one"),
+        said("user", "two"),
+        said("assistant", "reply two"),
+        said("user", "three"),
+        said("assistant", "reply three"),
+        event("thread_rolled_back", num_turns=2),
+        said("user", "two again"),
+        said("assistant", "reply two again"),
+    )
+    assert session.extra == {"rolled_back": 4}
+    assert lineage(session, "active").path_ids == ("L2", "L3", "L4", "L9", "L10", "L11")
+    assert [e.text for e in entries(session)] == [
+        "one",
+        "reply one",
+        "two again",
+        "reply two again",
+    ]
+    assert len(entries(session, "all")) == 8
+
+
+def test_a_rollback_past_the_first_turn_cuts_at_the_first_and_odd_counts_do_nothing() -> None:
+    session = read(
+        meta(),
+        said("user", "one"),
+        event("thread_rolled_back", num_turns=5),
+        said("user", "fresh"),
+        event("thread_rolled_back", num_turns=0),
+        event("thread_rolled_back", num_turns="2"),
+        event("thread_rolled_back", num_turns=True),
+    )
+    assert lineage(session, "active").path_ids == ("L3", "L4", "L5", "L6", "L7")
+    assert [e.text for e in entries(session)] == ["fresh"]
