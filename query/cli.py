@@ -1,0 +1,244 @@
+"""The `query` command: parse → Engine → render; one error funnel.
+
+    query recall [TEXT] [--scope S] [--mode M] [--match any|all] [filters…]   search
+    query expand SESSION [--indices 1,2] [--entry-id ID] [--range a:b] …    read entries
+    query sessions [--scope S] [--limit N]                                   list sessions
+    query call '<token json>'                                                run a follow/next
+
+Output is human-readable on a terminal and the seed's JSON objects otherwise (``--json`` /
+``--text`` force either). Exit codes: 0 answered; 2 bad arguments or configuration; 3 the
+request was answered with an error (stale pointer, unknown or ambiguous session, missing
+address…); 4 nothing indexed yet; 1 the index is damaged.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+import orjson
+
+from query.args import OUTCOMES, QUERY_MATCHES, QUERY_MODES, ROLES
+from query.engine import Engine
+from query.errors import InvalidArgument
+from query.render import render
+from query.timespec import TimeSpecError, parse_time
+from store.config import ConfigError, load_config
+from store.errors import SnapshotMissing, StoreError
+from store.records import AGENTS, BRANCH_MODES
+
+__all__ = ["main"]
+
+EXIT_OK, EXIT_DAMAGED, EXIT_USAGE, EXIT_REQUEST, EXIT_NO_INDEX = 0, 1, 2, 3, 4
+
+
+class _Usage(Exception):
+    pass
+
+
+def _common(sp: argparse.ArgumentParser) -> None:
+    sp.add_argument(
+        "--config",
+        help="configuration TOML (default: $SESSIONDEX_CONFIG, "
+        "then $XDG_CONFIG_HOME/sessiondex/config.toml)",
+    )
+    sp.add_argument("--cwd", help="act as if called from this directory (default: the current one)")
+    out = sp.add_mutually_exclusive_group()
+    out.add_argument("--json", action="store_true", help="print the result object as JSON")
+    out.add_argument(
+        "--text",
+        dest="text_output",
+        action="store_true",
+        help="print for people (default on a terminal)",
+    )
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="query",
+        description="Search and read the sessiondex memory index (recall, expand, sessions).",
+        epilog="Example: query recall 'flaky test' --scope project",
+    )
+    sub = p.add_subparsers(dest="command", required=True)
+
+    rc = sub.add_parser(
+        "recall",
+        help="ranked, bounded search; without TEXT, browse by filters",
+        epilog="Example: query recall timeout --scope global --tool bash --outcome failed",
+    )
+    rc.add_argument("text", nargs="?", help="what to look for (omit to browse)")
+    rc.add_argument("--scope", help="session (default), project, global or session:<id-or-path>")
+    rc.add_argument("--mode", choices=QUERY_MODES, help="literal (default), phrase or regex")
+    rc.add_argument("--match", choices=QUERY_MATCHES, help="literal terms: any (default) or all")
+    rc.add_argument("--role", choices=ROLES)
+    rc.add_argument("--tool")
+    rc.add_argument("--ref", help="exact capability ref, e.g. pi.bash")
+    rc.add_argument("--provider")
+    rc.add_argument("--action")
+    rc.add_argument("--outcome", choices=OUTCOMES)
+    rc.add_argument("--agent", choices=AGENTS)
+    rc.add_argument("--since", help="epoch ms, ISO date/time, or an age like 7d / 12h / 30m")
+    rc.add_argument("--until", help="epoch ms, ISO date/time (a date means its end), or an age")
+    rc.add_argument("--branches", choices=BRANCH_MODES)
+    rc.add_argument("--page-size", type=int)
+    rc.add_argument("--snippet-chars", type=int)
+    rc.add_argument("--offset", type=int)
+    rc.add_argument("--range", dest="entry_range", help="entry index range a:b (session: scope)")
+    _common(rc)
+
+    ex = sub.add_parser(
+        "expand",
+        help="read exact entries of one session, losslessly",
+        epilog="Example: query expand ~/.pi/agent/sessions/--w--/s.jsonl --indices 4 --after 2",
+    )
+    ex.add_argument("session", help="session file path or session id")
+    ex.add_argument("--indices", help="comma-separated entry indices, e.g. 1,2,7")
+    ex.add_argument("--entry-id", action="append", default=[], help="stable entry id (repeat)")
+    ex.add_argument(
+        "--operation-address", action="append", default=[], help="operation address (repeat)"
+    )
+    ex.add_argument("--range", dest="entry_range", help="inclusive index range a:b")
+    ex.add_argument("--before", type=int, help="entries before the one anchor (0..100)")
+    ex.add_argument("--after", type=int, help="entries after the one anchor (0..100)")
+    ex.add_argument("--max-chars", type=int, help="text budget per call (256..24000)")
+    ex.add_argument("--max-entries", type=int, help="entries per call (1..20)")
+    ex.add_argument("--entry-offset", type=int, help="continue from this selected entry")
+    ex.add_argument("--text-offset", type=int, help="continue inside that entry (UTF-16 units)")
+    ex.add_argument("--branches", choices=BRANCH_MODES)
+    _common(ex)
+
+    ss = sub.add_parser(
+        "sessions", help="list the sessions a scope selects", epilog="Example: query sessions"
+    )
+    ss.add_argument("--scope", help="session (default), project, global or session:<id-or-path>")
+    ss.add_argument("--limit", type=int, help="at most this many rows (1..500)")
+    ss.add_argument("--agent", choices=AGENTS)
+    ss.add_argument("--branches", choices=BRANCH_MODES)
+    _common(ss)
+
+    cl = sub.add_parser(
+        "call",
+        help="execute a follow/next call token verbatim",
+        epilog="""Example: query call '{"ref":"memory.expand","args":{...}}'  (- reads stdin)""",
+    )
+    cl.add_argument("token", help="the call token JSON, or - to read it from stdin")
+    _common(cl)
+    return p
+
+
+def _range(text: str) -> dict[str, int]:
+    first, colon, last = text.partition(":")
+    try:
+        if not colon:
+            raise ValueError
+        return {"first": int(first), "last": int(last)}
+    except ValueError:
+        raise _Usage(f"--range takes FIRST:LAST entry indices, e.g. 3:8 (got {text!r})") from None
+
+
+def _put(args: dict[str, Any], key: str, value: Any) -> None:
+    if value is not None:
+        args[key] = value
+
+
+def _recall_args(ns: argparse.Namespace) -> dict[str, Any]:
+    args: dict[str, Any] = {}
+    _put(args, "query", ns.text)
+    _put(args, "queryMode", ns.mode)
+    _put(args, "queryMatch", ns.match)
+    _put(args, "scope", ns.scope)
+    for key in ("role", "tool", "ref", "provider", "action", "outcome", "agent", "branches"):
+        _put(args, key, getattr(ns, key))
+    try:
+        if ns.since is not None:
+            args["since"] = parse_time(ns.since)
+        if ns.until is not None:
+            args["until"] = parse_time(ns.until, end_of_day=True)
+    except TimeSpecError as exc:
+        raise _Usage(str(exc)) from None
+    _put(args, "pageSize", ns.page_size)
+    _put(args, "snippetChars", ns.snippet_chars)
+    _put(args, "offset", ns.offset)
+    if ns.entry_range is not None:
+        args["entryRange"] = _range(ns.entry_range)
+    return args
+
+
+def _expand_args(ns: argparse.Namespace) -> dict[str, Any]:
+    args: dict[str, Any] = {"session": ns.session}
+    if ns.indices:
+        try:
+            args["indices"] = [int(i) for i in ns.indices.split(",") if i.strip()]
+        except ValueError:
+            raise _Usage(f"--indices takes comma-separated integers (got {ns.indices!r})") from None
+    if ns.entry_id:
+        args["entryIds"] = ns.entry_id
+    if ns.operation_address:
+        args["operationAddresses"] = ns.operation_address
+    if ns.entry_range is not None:
+        args["entryRange"] = _range(ns.entry_range)
+    _put(args, "before", ns.before)
+    _put(args, "after", ns.after)
+    _put(args, "maxChars", ns.max_chars)
+    _put(args, "maxEntries", ns.max_entries)
+    _put(args, "entryOffset", ns.entry_offset)
+    _put(args, "textOffset", ns.text_offset)
+    _put(args, "branches", ns.branches)
+    return args
+
+
+def _token(text: str) -> dict[str, Any]:
+    raw = sys.stdin.read() if text == "-" else text
+    try:
+        token = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise _Usage(f"the call token is not valid JSON: {exc}") from None
+    if not isinstance(token, dict):
+        raise _Usage('a call token is a JSON object {"ref": ..., "args": {...}}')
+    return token
+
+
+def _dump(result: dict[str, Any]) -> str:
+    try:
+        return orjson.dumps(result).decode("utf-8")
+    except orjson.JSONEncodeError:  # lone surrogates in source text: keep them escaped
+        return json.dumps(result, ensure_ascii=True, separators=(",", ":"))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ns = _parser().parse_args(argv)
+    try:
+        config = load_config(ns.config)
+        cwd = os.path.abspath(ns.cwd) if ns.cwd else os.getcwd()
+        with Engine(config) as engine:
+            if ns.command == "recall":
+                action, result = "memory.recall", engine.recall(_recall_args(ns), cwd=cwd)
+            elif ns.command == "expand":
+                action, result = "memory.expand", engine.expand(_expand_args(ns), cwd=cwd)
+            elif ns.command == "sessions":
+                args: dict[str, Any] = {}
+                _put(args, "scope", ns.scope)
+                _put(args, "limit", ns.limit)
+                _put(args, "agent", ns.agent)
+                _put(args, "branches", ns.branches)
+                action, result = "memory.sessions", engine.sessions(args, cwd=cwd)
+            else:
+                token = _token(ns.token)
+                action = str(token.get("ref"))
+                result = engine.call(token, cwd=cwd)
+    except (_Usage, InvalidArgument, ConfigError) as exc:
+        sys.stderr.write(f"query: {exc}\n")
+        return EXIT_USAGE
+    except SnapshotMissing as exc:
+        sys.stderr.write(f"query: {exc}\n")
+        return EXIT_NO_INDEX
+    except StoreError as exc:
+        sys.stderr.write(f"query: {exc}\n")
+        return EXIT_DAMAGED
+    as_text = ns.text_output or (not ns.json and sys.stdout.isatty())
+    sys.stdout.write((render(action, result) if as_text else _dump(result)) + "\n")
+    return EXIT_REQUEST if "error" in result else EXIT_OK

@@ -1,0 +1,138 @@
+"""The query engine: one object answering recall, expand and sessions over the live index.
+
+::
+
+    Engine(config)
+      refresh()  ── read CURRENT; a new generation? ──► load a new Generation (lazily)
+      recall(args, cwd=…) / expand(args, cwd=…) / sessions(args, cwd=…) / call(token, cwd=…)
+
+Each request pins the generation current when it starts (``refresh`` first), so a long-lived
+engine (a server, a test) follows the indexer without reloading anything that did not change,
+and a one-shot CLI call loads only what its request touches. Results are the seed's plain
+JSON objects. The engine never writes: not to the index, not to the sources.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from query.args import parse_expand, parse_recall, parse_sessions
+from query.errors import InvalidArgument
+from query.expand import expand as run_expand
+from query.freshness import Freshness
+from query.generation import Generation
+from query.recall import recall as run_recall
+from query.regex import RegexLimits, RegexRunner
+from query.search import Budgets
+from query.sessions import sessions as run_sessions
+from store.config import Config
+from store.errors import SnapshotMissing
+from store.reader import open_snapshot, read_current
+
+__all__ = ["ACTIONS", "Engine"]
+
+ACTIONS = ("memory.recall", "memory.expand", "memory.sessions")
+
+
+class Engine:
+    """Answers requests from the newest published generation (see the module docstring)."""
+
+    def __init__(self, config: Config, *, budgets: Budgets | None = None) -> None:
+        self.config = config
+        self.budgets = budgets or Budgets()
+        m = config.memory
+        self.regex_limits = RegexLimits(
+            max_pattern_bytes=m.regex_max_pattern_bytes,
+            max_haystack_terms=m.regex_max_haystack_terms,
+            max_haystack_bytes=m.regex_max_haystack_bytes,
+            timeout_ms=m.regex_timeout_ms,
+        )
+        self.freshness = Freshness()
+        self._runner: RegexRunner | None = None
+        self._generation: Generation | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def roots(self) -> list[Path]:
+        return list(self.config.roots.values())
+
+    # -- generations ------------------------------------------------------------------------
+
+    def refresh(self) -> Generation:
+        """The current generation, reloaded only when CURRENT moved.
+
+        Raises SnapshotMissing when nothing has been indexed yet.
+        """
+        with self._lock:
+            current = read_current(self.config.index_dir)
+            if current is None:
+                raise SnapshotMissing(self.config.index_dir)
+            if self._generation is None or self._generation.generation != current:
+                self._generation = Generation(open_snapshot(self.config.index_dir))
+            return self._generation
+
+    @property
+    def runner(self) -> RegexRunner:
+        if self._runner is None:
+            self._runner = RegexRunner(self.regex_limits)
+        return self._runner
+
+    # -- actions ----------------------------------------------------------------------------
+
+    def recall(self, args: Mapping[str, Any], *, cwd: str | None = None) -> dict[str, Any]:
+        req = parse_recall(args)
+        gen = self.refresh()
+        return run_recall(
+            gen,
+            req,
+            cwd=cwd or os.getcwd(),
+            roots=self.roots,
+            freshness=self.freshness,
+            runner=self.runner if req.mode == "regex" else None,
+            budgets=self.budgets,
+        )
+
+    def expand(self, args: Mapping[str, Any], *, cwd: str | None = None) -> dict[str, Any]:
+        req = parse_expand(args)
+        gen = self.refresh()
+        return run_expand(
+            gen, req, cwd=cwd or os.getcwd(), roots=self.roots, freshness=self.freshness
+        )
+
+    def sessions(self, args: Mapping[str, Any], *, cwd: str | None = None) -> dict[str, Any]:
+        req = parse_sessions(args, default_limit=self.config.memory.max_sessions)
+        gen = self.refresh()
+        return run_sessions(
+            gen, req, cwd=cwd or os.getcwd(), roots=self.roots, freshness=self.freshness
+        )
+
+    def call(self, token: Mapping[str, Any], *, cwd: str | None = None) -> dict[str, Any]:
+        """Execute a ``{ref, args}`` call token (a ``follow`` or ``next``) verbatim."""
+        if not isinstance(token, Mapping) or set(token) - {"ref", "args"}:
+            raise InvalidArgument('a call token is an object {"ref": …, "args": {…}}')
+        ref, args = token.get("ref"), token.get("args", {})
+        if not isinstance(args, Mapping):
+            raise InvalidArgument("a call token's args must be an object")
+        if ref == "memory.recall":
+            return self.recall(args, cwd=cwd)
+        if ref == "memory.expand":
+            return self.expand(args, cwd=cwd)
+        if ref == "memory.sessions":
+            return self.sessions(args, cwd=cwd)
+        raise InvalidArgument(f"unknown call ref {ref!r}; expected one of {', '.join(ACTIONS)}")
+
+    def close(self) -> None:
+        """Stop the regex worker, if one was started."""
+        if self._runner is not None:
+            self._runner.close()
+            self._runner = None
+
+    def __enter__(self) -> Engine:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,371 @@
+"""One pinned index generation, loaded into structures built for answering queries.
+
+::
+
+    Snapshot(N) ──► Generation
+                     ├── session table: by path, by id, by stem, by cwd; sort keys
+                     ├── hot(branches)   HotIndex over every hot shard (base + deltas merged)
+                     ├── cold(state, b)  ColdSession: vocabulary blob + compact address columns
+                     ├── terms(b)        TermIndex over every cold vocabulary (built on demand)
+                     └── entries(state)  complete normalized entries (expand, hydration), LRU
+
+Everything is loaded lazily and kept for the life of the generation, so a long-running
+process pays each cost once per generation; a one-shot CLI call pays only for what its
+request touches. Records are immutable and named by content, so nothing here is ever
+invalidated — a new generation simply gets a new ``Generation``.
+"""
+
+from __future__ import annotations
+
+import os
+from array import array
+from collections import OrderedDict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Final, TypeVar
+
+from query.postings import decode_pairs, shift_pairs
+from query.vocabulary import TermIndex
+from store.errors import CorruptRecord, SchemaVersionError
+from store.reader import Snapshot
+from store.records import (
+    ColdDigest,
+    HotShard,
+    Manifest,
+    NormalizedEntry,
+    SessionEntries,
+    SessionState,
+    SkippedFile,
+)
+
+__all__ = [
+    "NO_TIMESTAMP",
+    "ColdSession",
+    "Generation",
+    "HotIndex",
+    "RecordUnavailable",
+    "ShardData",
+    "path_key",
+]
+
+NO_TIMESTAMP: Final = -(2**63)
+_ENTRIES_CACHE: Final = 8
+# Address tuple positions of the exact filter fields, in column order.
+FILTER_FIELDS: Final = (3, 4, 6, 7, 8, 9)
+
+
+_R = TypeVar("_R", HotShard, ColdDigest, SessionEntries)
+
+
+class RecordUnavailable(Exception):
+    """A record of this generation cannot be read (collected, or damaged)."""
+
+
+def path_key(path: str) -> bytes:
+    """Sort key comparing paths by UTF-16 code units, as the seed's ``compareLexical``."""
+    return path.encode("utf-16-be", "surrogatepass")
+
+
+def order_key(state: SessionState) -> tuple[int, bytes]:
+    """Newest first, then path: the order sessions, shards and digests are visited in."""
+    return (-state.mtime_ns, path_key(state.path))
+
+
+# -------------------------------------------------------------------------------------- hot
+
+
+@dataclass(slots=True)
+class ShardData:
+    """One session's entries ready for search: display (hot) or complete (hydrated) text."""
+
+    state: SessionState
+    entries: tuple[NormalizedEntry, ...]
+    token_counts: Sequence[int]
+    postings: Mapping[str, bytes]
+    complete_text: bool
+    dl_sum: int = 0
+    _normalized: list[str] | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        self.dl_sum = sum(c if c > 0 else 1 for c in self.token_counts)
+
+    def dl(self, pos: int) -> int:
+        c = self.token_counts[pos]
+        return c if c > 0 else 1
+
+    def normalized(self, pos: int) -> str:
+        """NFKC-lowercased text of entry *pos*, computed once (phrase matching)."""
+        from store.tokens import normalize_text
+
+        if self._normalized is None:
+            self._normalized = [normalize_text(e.text) for e in self.entries]
+        return self._normalized[pos]
+
+
+class HotIndex:
+    """Every shard of one branch mode plus the global term map over their postings.
+
+    ``terms[t]`` lists ``(shard number, posting bytes)`` for every shard whose entries contain
+    *t*; the bytes are decoded only when a query asks for *t*.
+    """
+
+    __slots__ = ("number", "shards", "terms")
+
+    def __init__(self, shards: Sequence[ShardData]) -> None:
+        self.shards = list(shards)
+        self.number = {s.state.path: i for i, s in enumerate(self.shards)}
+        terms: dict[str, list[tuple[int, bytes]]] = {}
+        for i, shard in enumerate(self.shards):
+            for term, data in shard.postings.items():
+                chunks = terms.get(term)
+                if chunks is None:
+                    terms[term] = [(i, data)]
+                else:
+                    chunks.append((i, data))
+        self.terms = terms
+
+    def postings(self, term: str) -> list[tuple[int, bytes]]:
+        return self.terms.get(term, [])
+
+
+# ------------------------------------------------------------------------------------- cold
+
+
+class Interner:
+    """Small ints for the strings of address fields (0 is None), shared by a generation."""
+
+    __slots__ = ("ids",)
+
+    def __init__(self) -> None:
+        self.ids: dict[str, int] = {}
+
+    def id(self, value: str | None) -> int:
+        if value is None:
+            return 0
+        found = self.ids.get(value)
+        if found is None:
+            found = self.ids[value] = len(self.ids) + 1
+        return found
+
+    def lookup(self, value: str) -> int:
+        """The id of *value*, or -1 when no address ever had it."""
+        return self.ids.get(value, -1)
+
+
+@dataclass(slots=True)
+class ColdSession:
+    """What recall needs of one cold digest view, with addresses as compact columns."""
+
+    state: SessionState
+    vocabulary: bytes
+    vocabulary_terms: int
+    columns: tuple[array[int], ...]  # one per FILTER_FIELDS entry
+    timestamps: array[int]
+    counts: dict[tuple[int, int], int]
+    last_ts: int | None
+    address_count: int
+
+    @classmethod
+    def of(
+        cls, state: SessionState, digest: ColdDigest, branches: str, ids: Interner
+    ) -> ColdSession:
+        view = digest.view(branches)
+        columns = tuple(array("I") for _ in FILTER_FIELDS)
+        stamps = array("q")
+        counts: dict[tuple[int, int], int] = {}
+        for address in view.addresses:
+            for col, pos in zip(columns, FILTER_FIELDS, strict=True):
+                value = ids.id(address[pos])  # type: ignore[arg-type]
+                col.append(value)
+                if value:
+                    key = (pos, value)
+                    counts[key] = counts.get(key, 0) + 1
+            ts = address[5]
+            stamps.append(NO_TIMESTAMP if ts is None else ts)
+        vocabulary = view.vocabulary
+        return cls(
+            state=state,
+            vocabulary=vocabulary,
+            vocabulary_terms=vocabulary.count(b"\n") + 1 if vocabulary else 0,
+            columns=columns,
+            timestamps=stamps,
+            counts=counts,
+            last_ts=view.last_ts,
+            address_count=len(view.addresses),
+        )
+
+    def structural_matches(
+        self, exact: Sequence[tuple[int, int]], since: int | None, until: int | None
+    ) -> int:
+        """How many addresses satisfy every exact (field, id) pair and the time bounds."""
+        for key in exact:
+            if key not in self.counts:
+                return 0
+        if since is None and until is None:
+            if len(exact) == 1:
+                return self.counts[exact[0]]
+            if not exact:
+                return self.address_count
+        cols = [(self.columns[FILTER_FIELDS.index(pos)], value) for pos, value in exact]
+        low = NO_TIMESTAMP if since is None else since
+        high = 2**63 - 1 if until is None else until
+        n = 0
+        stamps = self.timestamps
+        for i in range(self.address_count):
+            ts = stamps[i]
+            if ts != NO_TIMESTAMP and (ts < low or ts > high):
+                continue
+            for col, value in cols:
+                if col[i] != value:
+                    break
+            else:
+                n += 1
+        return n
+
+
+# ------------------------------------------------------------------------------- generation
+
+
+class Generation:
+    """The query side's view of one published generation (see the module docstring)."""
+
+    def __init__(self, snapshot: Snapshot) -> None:
+        self.snapshot = snapshot
+        self.manifest: Manifest = snapshot.manifest
+        self.generation = snapshot.generation
+        self.sessions: tuple[SessionState, ...] = self.manifest.sessions
+        self.by_path: dict[str, SessionState] = {s.path: s for s in self.sessions}
+        self.skipped: dict[str, SkippedFile] = {s.path: s for s in self.manifest.skipped}
+        self.by_id: dict[str, list[SessionState]] = {}
+        self.by_stem: dict[str, list[SessionState]] = {}
+        self.by_cwd: dict[str, list[SessionState]] = {}
+        for s in sorted(self.sessions, key=order_key):
+            self.by_id.setdefault(s.session_id, []).append(s)
+            stem = os.path.basename(s.path).removesuffix(".jsonl")
+            self.by_stem.setdefault(stem, []).append(s)
+            self.by_cwd.setdefault(os.path.normpath(s.cwd) if s.cwd else "", []).append(s)
+        self._real: dict[str, SessionState] | None = None
+        self._hot: dict[str, HotIndex] = {}
+        self._cold: dict[tuple[str, str], ColdSession] = {}
+        self._terms: dict[str, tuple[TermIndex, dict[str, int]]] = {}
+        self._entries: OrderedDict[tuple[str, str], tuple[NormalizedEntry, ...]] = OrderedDict()
+        self.ids = Interner()
+
+    # -- lookups ----------------------------------------------------------------------------
+
+    def by_realpath(self, real: str) -> SessionState | None:
+        """The session whose file resolves to *real* (paths are stored resolved already)."""
+        found = self.by_path.get(real)
+        if found is not None:
+            return found
+        if self._real is None:
+            self._real = {}
+            for s in self.sessions:
+                try:
+                    self._real[os.path.realpath(s.path)] = s
+                except OSError:
+                    continue
+        return self._real.get(real)
+
+    def roots(self) -> list[Path]:
+        return [Path(r) for r in self.manifest.roots.values()]
+
+    # -- record loading ---------------------------------------------------------------------
+
+    def _load(self, name: str, kind: type[_R]) -> _R:
+        try:
+            return self.snapshot.load(name, kind)
+        except (CorruptRecord, SchemaVersionError, OSError) as exc:
+            raise RecordUnavailable(str(exc)) from exc
+
+    def shard(self, state: SessionState, branches: str) -> ShardData:
+        """A hot session's display entries and postings, its delta records appended."""
+        base: HotShard = self._load(state.index_record, HotShard)
+        view = base.view(branches)
+        entries = list(view.entries)
+        counts = list(view.token_counts)
+        postings: dict[str, bytes] = dict(view.postings)
+        for name in state.index_deltas:
+            delta: HotShard = self._load(name, HotShard)
+            dview = delta.view(branches)
+            offset = len(entries)
+            entries.extend(dview.entries)
+            counts.extend(dview.token_counts)
+            for term, data in dview.postings.items():
+                shifted = shift_pairs(data, offset)
+                postings[term] = postings.get(term, b"") + shifted
+        return ShardData(
+            state=state,
+            entries=tuple(entries),
+            token_counts=array("I", counts),
+            postings=postings,
+            complete_text=False,
+        )
+
+    def hot(self, branches: str) -> HotIndex:
+        """The global hot index of *branches*; a shard that cannot be read is left out."""
+        found = self._hot.get(branches)
+        if found is None:
+            shards: list[ShardData] = []
+            for state in self.sessions:
+                if state.tier != "hot":
+                    continue
+                try:
+                    shards.append(self.shard(state, branches))
+                except RecordUnavailable:
+                    continue
+            found = self._hot[branches] = HotIndex(shards)
+        return found
+
+    def cold(self, state: SessionState, branches: str) -> ColdSession:
+        key = (state.path, branches)
+        found = self._cold.get(key)
+        if found is None:
+            digest: ColdDigest = self._load(state.index_record, ColdDigest)
+            found = self._cold[key] = ColdSession.of(state, digest, branches, self.ids)
+        return found
+
+    def terms(self, branches: str) -> tuple[TermIndex, dict[str, int]]:
+        """The merged cold term index of *branches* and the digest number of each path."""
+        found = self._terms.get(branches)
+        if found is None:
+            numbers: dict[str, int] = {}
+            blobs: list[bytes] = []
+            for state in self.sessions:
+                if state.tier != "cold":
+                    continue
+                try:
+                    cold = self.cold(state, branches)
+                except RecordUnavailable:
+                    continue
+                numbers[state.path] = len(blobs)
+                blobs.append(cold.vocabulary)
+            found = self._terms[branches] = (TermIndex(blobs), numbers)
+        return found
+
+    def has_terms(self, branches: str) -> bool:
+        return branches in self._terms
+
+    def entries(self, state: SessionState, branches: str) -> tuple[NormalizedEntry, ...]:
+        """The complete normalized entries of one view (SessionEntries + its deltas)."""
+        key = (state.path, branches)
+        found = self._entries.get(key)
+        if found is not None:
+            self._entries.move_to_end(key)
+            return found
+        base: SessionEntries = self._load(state.entries_record, SessionEntries)
+        out = list(base.view(branches).entries)
+        for name in state.entries_deltas:
+            delta: SessionEntries = self._load(name, SessionEntries)
+            out.extend(delta.view(branches).entries)
+        found = tuple(out)
+        self._entries[key] = found
+        while len(self._entries) > _ENTRIES_CACHE:
+            self._entries.popitem(last=False)
+        return found
+
+
+def iter_pairs(data: bytes) -> Iterable[tuple[int, int]]:
+    pairs = decode_pairs(data)
+    return zip(pairs[0::2], pairs[1::2], strict=True)

@@ -1,0 +1,155 @@
+"""Recall presentation: ranked items become the seed's compact, bounded page.
+
+* an entry hit carries its evidence (bounded metadata, one snippet) and a ``memory.expand``
+  follow call bound to the session's source hash and lineage;
+* a cold session candidate carries session-level evidence only and a ``memory.recall``
+  follow call: the request again, pinned to ``session:<file>`` and its bindings;
+* ``next`` is the canonical request plus ``offset``; the page shrinks from the end until its
+  JSON fits the 30,000-character envelope (UTF-16 units, as ``JSON.stringify(…).length``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from query.args import RESPONSE_MAX_CHARS
+from query.search import EntryItem, Item, Plan, SessionItem
+from query.u16 import ELLIPSIS, bounded, json_length, u16len, u16slice
+from store.tokens import normalize_text
+
+__all__ = ["entry_hit", "page", "session_hit", "snippet", "wire_score"]
+
+
+def wire_score(score: float) -> float | int:
+    """Integral scores print as JSON integers (``1``, not ``1.0``), as JavaScript would."""
+    return int(score) if score.is_integer() else score
+
+
+def _anchor(text: str, plan: Plan) -> int:
+    """Where the snippet window is centred (UTF-16 units), per the seed's rule."""
+    if plan.kind not in ("literal", "phrase"):
+        return 0
+    normalized = normalize_text(text)
+    if plan.kind == "phrase":
+        at = normalized.find(plan.phrase)
+        return u16len(normalized[:at]) if at > 0 else 0
+    for term in sorted(plan.terms, key=lambda t: (-u16len(t), t)):
+        at = normalized.find(term)
+        if at >= 0:
+            return u16len(normalized[:at])
+    return 0
+
+
+def snippet(text: str, plan: Plan, limit: int) -> tuple[str, bool]:
+    """At most *limit* units of *text* around the first match; True when cut."""
+    total = u16len(text)
+    if total <= limit:
+        return text, False
+    lead = limit // 3
+    start = max(0, _anchor(text, plan) - lead)
+    end = min(total, start + limit)
+    if end - start < limit:
+        start = max(0, end - limit)
+    body = u16slice(text, start, end)
+    return f"{ELLIPSIS if start > 0 else ''}{body}{ELLIPSIS if end < total else ''}", True
+
+
+def session_label(agent: str, session_id: str) -> str:
+    return f"{agent}:{session_id}"
+
+
+def entry_hit(item: EntryItem, plan: Plan, snippet_chars: int, branches: str) -> dict[str, Any]:
+    e = item.entry
+    state = item.shard.state
+    text, cut = snippet(e.text, plan, snippet_chars)
+    hit: dict[str, Any] = {
+        "kind": "entry",
+        "sessionId": bounded(session_label(state.agent, state.session_id)),
+        "tier": state.tier,
+        "index": e.index,
+        "entryId": bounded(e.entry_id),
+        "parentId": bounded(e.parent_id),
+        "operationAddress": bounded(e.operation_address),
+        "type": bounded(e.type) or "entry",
+        "role": bounded(e.role),
+        "tool": bounded(e.tool),
+        "ref": bounded(e.ref),
+        "provider": bounded(e.provider),
+        "action": bounded(e.action),
+        "timestamp": e.timestamp,
+        "isError": e.is_error,
+    }
+    if e.outcome:
+        hit["outcome"] = e.outcome
+    hit["score"] = wire_score(item.score)
+    hit["snippet"] = text
+    hit["truncated"] = cut or (e.truncated and not item.shard.complete_text)
+    hit["follow"] = {
+        "ref": "memory.expand",
+        "args": {
+            "session": state.path,
+            "expectedSourceHash": state.source_hash,
+            "expectedLineageFingerprint": state.view(branches).lineage_fingerprint,
+            "branches": branches,
+            "indices": [e.index],
+        },
+    }
+    return hit
+
+
+def session_hit(item: SessionItem, request_args: dict[str, Any], branches: str) -> dict[str, Any]:
+    state = item.cold.state
+    args = {k: v for k, v in request_args.items() if k not in ("offset", "entryRange", "cwd")}
+    args["scope"] = f"session:{state.path}"
+    args["branches"] = branches
+    args["expectedSourceHash"] = state.source_hash
+    args["expectedLineageFingerprint"] = state.view(branches).lineage_fingerprint
+    return {
+        "kind": "session",
+        "sessionId": bounded(session_label(state.agent, state.session_id)),
+        "tier": "cold",
+        "cwd": bounded(state.cwd, 2048) or "",
+        "lastTimestamp": item.cold.last_ts,
+        "score": wire_score(item.score),
+        "matchedTerms": item.matched_terms,
+        "matchedStructuralEntries": item.matched_structural,
+        "follow": {"ref": "memory.recall", "args": args},
+    }
+
+
+def page(
+    items: Sequence[Item],
+    *,
+    plan: Plan,
+    offset: int,
+    page_size: int,
+    snippet_chars: int,
+    branches: str,
+    request_args: dict[str, Any],
+    coverage: dict[str, Any],
+) -> dict[str, Any]:
+    """One page of *items* from *offset*, within the envelope."""
+    selected = list(items[offset : offset + page_size])
+    hits = [
+        entry_hit(i, plan, snippet_chars, branches)
+        if isinstance(i, EntryItem)
+        else session_hit(i, request_args, branches)
+        for i in selected
+    ]
+
+    def build(n: int) -> dict[str, Any]:
+        end = offset + n
+        nxt = (
+            {"ref": "memory.recall", "args": {**request_args, "offset": end}}
+            if end < len(items)
+            else None
+        )
+        return {"total": len(items), "hits": hits[:n], "next": nxt, "coverage": coverage}
+
+    n = len(hits)
+    response = build(n)
+    while n > 1 and json_length(response) > RESPONSE_MAX_CHARS:
+        n -= 1
+        response = build(n)
+    return response

@@ -1,0 +1,352 @@
+"""``memory.recall``: ranked, bounded, honest search over one generation.
+
+::
+
+    request ─► scope ─► freshness (stat; hash only when needed) ─► bindings check
+        one session in scope ─► hydrate: complete entries (+ hot postings when hot)
+        several ─► global hot index + cold digests (merged term index when many)
+    ─► search ─► coverage (index ∪ staleness ∪ query reasons) ─► page ─► RecallPage
+
+A single-session answer is always computed from the session's complete entries, exactly as
+its ``session:<file>`` continuation will be, so paging never shifts between the first page
+and the next. Sessions whose file changed after indexing are still searched (the index is a
+consistent snapshot) but counted in ``staleSessions``; a file that is gone is left out.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+from query.args import RecallRequest
+from query.freshness import Freshness, Observation
+from query.generation import (
+    ColdSession,
+    Generation,
+    HotIndex,
+    RecordUnavailable,
+    ShardData,
+)
+from query.postings import build_postings
+from query.present import page
+from query.regex import RegexRunner
+from query.scope import Resolved, resolve_scope
+from query.search import DEFAULT_BUDGETS, Budgets, ColdScope, HotScope, Plan, plan_query, search
+from store.records import NormalizedEntry, SessionState
+from store.tokens import term_counts
+
+__all__ = ["TERM_INDEX_THRESHOLD", "failure", "recall", "stale_pointer"]
+
+# Above this many cold digests in scope, build (once per generation) the merged term index
+# instead of binary-searching each digest's vocabulary.
+TERM_INDEX_THRESHOLD: Final = 48
+STALE_REASON: Final = "stale_session"
+
+
+def empty_coverage() -> dict[str, Any]:
+    return {
+        "complete": False,
+        "indexedSessions": 0,
+        "eligibleSessions": 0,
+        "staleSessions": 0,
+        "incompleteSessions": 0,
+        "reasons": [],
+    }
+
+
+def failure(error: dict[str, Any]) -> dict[str, Any]:
+    """A recall that cannot be answered: no hits, incomplete, the error named (seed)."""
+    coverage = empty_coverage()
+    coverage["reasons"] = [error["code"]]
+    return {"total": 0, "hits": [], "next": None, "coverage": coverage, "error": error}
+
+
+def stale_pointer(
+    path: str,
+    expected_source: str | None,
+    actual_source: str | None,
+    expected_lineage: str | None,
+    actual_lineage: str | None,
+    *,
+    message: str | None = None,
+) -> dict[str, Any]:
+    lineage_moved = expected_lineage is not None and expected_lineage != actual_lineage
+    body: dict[str, Any] = {
+        "code": "stale_pointer",
+        "message": message
+        or (
+            "Session active lineage changed after the pointer was issued."
+            if lineage_moved and actual_lineage is not None
+            else "Session source changed after the pointer was issued."
+        ),
+        "sessionFile": path,
+    }
+    if expected_source is not None:
+        body["expectedSourceHash"] = expected_source
+    body["actualSourceHash"] = actual_source or ""
+    if expected_lineage is not None:
+        body["expectedLineageFingerprint"] = expected_lineage
+    if actual_lineage is not None:
+        body["actualLineageFingerprint"] = actual_lineage
+    return body
+
+
+def check_bindings(
+    state: SessionState,
+    branches: str,
+    observed: Observation,
+    expected_source: str | None,
+    expected_lineage: str | None,
+) -> dict[str, Any] | None:
+    """The stale_pointer body when the live source or lineage no longer matches, else None.
+
+    The index can serve a pointer only while the live file is the indexed one; when the file
+    moved on, the live lineage is unknown here (the query side never parses sources), so the
+    error names the source change.
+    """
+    live_source = state.source_hash if observed.fresh else observed.actual_hash
+    live_lineage = state.view(branches).lineage_fingerprint if observed.fresh else None
+    if observed.fresh:
+        if expected_source not in (None, live_source) or expected_lineage not in (
+            None,
+            live_lineage,
+        ):
+            return stale_pointer(
+                state.path, expected_source, live_source, expected_lineage, live_lineage
+            )
+        return None
+    return stale_pointer(state.path, expected_source, live_source, expected_lineage, live_lineage)
+
+
+@dataclass(slots=True)
+class _Observed:
+    searchable: list[SessionState]
+    stale: int
+    reasons: set[str]
+
+
+def _observe(sessions: Iterable[SessionState], freshness: Freshness) -> _Observed:
+    out = _Observed([], 0, set())
+    for s in sessions:
+        o = freshness.observe(s)
+        if o.status in ("missing", "unreadable"):
+            out.stale += 1
+            out.reasons.add("source_unavailable")
+            continue
+        if o.status == "changed":
+            out.stale += 1
+            out.reasons.add(STALE_REASON)
+        out.searchable.append(s)
+    return out
+
+
+def view_reasons(state: SessionState, branches: str, display_haystack: bool) -> set[str]:
+    """A session's index coverage reasons for this query.
+
+    ``max_entry_chars`` only says the stored *display* text was cut; postings and vocabulary
+    cover the complete text, so it matters only when display text is the haystack (phrase
+    and regex over hot shards).
+    """
+    reasons = set(state.view(branches).reasons)
+    if not (display_haystack and state.tier == "hot"):
+        reasons.discard("max_entry_chars")
+    return reasons
+
+
+def hydrate(gen: Generation, state: SessionState, branches: str, plan: Plan) -> ShardData:
+    """One session's complete entries, ready for search (postings only when literal needs them)."""
+    entries = gen.entries(state, branches)
+    counts: list[int]
+    postings: dict[str, bytes]
+    if plan.kind != "literal":
+        counts, postings = [0] * len(entries), {}
+    else:
+        shard = None
+        if state.tier == "hot":
+            try:
+                shard = gen.shard(state, branches)
+            except RecordUnavailable:
+                shard = None
+        if shard is not None and _aligned(shard.entries, entries):
+            counts, postings = list(shard.token_counts), dict(shard.postings)
+        else:
+            tallies: list[Counter[str]] = []
+            counts = []
+            for e in entries:
+                tally, n = term_counts(e.text)
+                tallies.append(tally)
+                counts.append(n)
+            postings = build_postings(tallies)
+    return ShardData(state, entries, counts, postings, complete_text=True)
+
+
+def _aligned(display: Iterable[NormalizedEntry], complete: tuple[NormalizedEntry, ...]) -> bool:
+    shown = list(display)
+    return len(shown) == len(complete) and all(
+        a.index == b.index for a, b in zip(shown, complete, strict=True)
+    )
+
+
+def _exact_ids(gen: Generation, req: RecallRequest) -> tuple[tuple[int, int], ...] | None:
+    out: list[tuple[int, int]] = []
+    for pos, value in req.filters.exact():
+        found = gen.ids.lookup(value)
+        if found < 0:
+            return None
+        out.append((pos, found))
+    return tuple(out)
+
+
+def recall(
+    gen: Generation,
+    req: RecallRequest,
+    *,
+    cwd: str,
+    roots: Iterable[Path],
+    freshness: Freshness,
+    runner: RegexRunner | None,
+    budgets: Budgets = DEFAULT_BUDGETS,
+) -> dict[str, Any]:
+    """Answer one recall request (see the module docstring)."""
+    resolved: Resolved = resolve_scope(
+        gen, req.scope, cwd=req.cwd or cwd, agent=req.agent, roots=roots
+    )
+    if resolved.error is not None:
+        return failure(resolved.error)
+    plan = plan_query(req.query, req.mode, req.match)
+    single = len(resolved.sessions) == 1 and not resolved.unindexed
+    sole = resolved.sessions[0] if single else None
+    if sole is not None and req.scope.explicit:
+        observed = freshness.observe(sole, need_hash=True)
+        if observed.status in ("missing", "unreadable"):
+            return failure(
+                {
+                    "code": "source_unavailable",
+                    "message": f"Session source is unavailable: {sole.path}",
+                    "sessionFile": sole.path,
+                }
+            )
+        if req.expected_source_hash is not None or req.expected_lineage_fingerprint is not None:
+            stale = check_bindings(
+                sole,
+                req.branches,
+                observed,
+                req.expected_source_hash,
+                req.expected_lineage_fingerprint,
+            )
+            if stale is not None:
+                return failure(stale)
+    obs = _observe(resolved.sessions, freshness)
+    reasons = set(obs.reasons) | set(resolved.index_reasons)
+    stale_count = obs.stale
+    for u in resolved.unindexed:
+        reasons.add(u.reason)
+        if u.stale:
+            stale_count += 1
+    display_haystack = plan.kind in ("phrase", "regex")
+    hot_scope: HotScope | None = None
+    cold_scope: ColdScope | None = None
+    searched: list[SessionState] = []
+    if single and obs.searchable:
+        state = obs.searchable[0]
+        try:
+            shard = hydrate(gen, state, req.branches, plan)
+        except RecordUnavailable:
+            reasons.add("source_unavailable")
+        else:
+            entry_range = None
+            if req.entry_range is not None:
+                if not req.entry_range.valid:
+                    return failure(
+                        {
+                            "code": "index_out_of_bounds",
+                            "message": "Entry range requires safe integers with "
+                            "0 <= first <= last.",
+                        }
+                    )
+                count = len(shard.entries)
+                if req.entry_range.last >= count:
+                    return failure(
+                        {
+                            "code": "index_out_of_bounds",
+                            "message": f"Entry range ends at {req.entry_range.last}, but the "
+                            f"session has {count} entries.",
+                            "entryCount": count,
+                        }
+                    )
+                entry_range = (req.entry_range.first, req.entry_range.last)
+            hot_scope = HotScope(HotIndex([shard]), (0,), entry_range)
+            searched.append(state)
+            display_haystack = False
+    else:
+        hot_states = [s for s in obs.searchable if s.tier == "hot"]
+        cold_states = [s for s in obs.searchable if s.tier != "hot"]
+        if hot_states:
+            index = gen.hot(req.branches)
+            numbers = [index.number[s.path] for s in hot_states if s.path in index.number]
+            if len(numbers) < len(hot_states):
+                reasons.add("source_unavailable")
+            hot_scope = HotScope(index, tuple(numbers))
+            searched.extend(s for s in hot_states if s.path in index.number)
+        if cold_states:
+            colds: list[ColdSession] = []
+            for s in cold_states:
+                try:
+                    colds.append(gen.cold(s, req.branches))
+                except RecordUnavailable:
+                    reasons.add("source_unavailable")
+                    continue
+                searched.append(s)
+            terms = None
+            if plan.kind in ("literal", "phrase") and (
+                gen.has_terms(req.branches) or len(colds) > TERM_INDEX_THRESHOLD
+            ):
+                terms = gen.terms(req.branches)
+            cold_scope = ColdScope(tuple(colds), terms)
+    incomplete = 0
+    for s in searched:
+        own = view_reasons(s, req.branches, display_haystack)
+        if own:
+            incomplete += 1
+            reasons |= own
+    result = search(
+        plan,
+        req.filters,
+        hot=hot_scope,
+        cold=cold_scope,
+        exact_ids=_exact_ids(gen, req),
+        runner=runner,
+        budgets=budgets,
+    )
+    reasons |= result.reasons
+    coverage: dict[str, Any] = {
+        "complete": not reasons and result.error is None and stale_count == 0,
+        "indexedSessions": len(searched),
+        "eligibleSessions": len(resolved.sessions) + len(resolved.unindexed),
+        "staleSessions": stale_count,
+        "incompleteSessions": incomplete,
+        "reasons": sorted(reasons),
+    }
+    if result.error is not None:
+        coverage["error"] = result.error
+    request_args = req.canonical()
+    if sole is not None:
+        request_args.pop("cwd", None)
+        request_args["scope"] = f"session:{sole.path}"
+        request_args["expectedSourceHash"] = req.expected_source_hash or sole.source_hash
+        request_args["expectedLineageFingerprint"] = (
+            req.expected_lineage_fingerprint or sole.view(req.branches).lineage_fingerprint
+        )
+    return page(
+        result.items,
+        plan=plan,
+        offset=req.offset,
+        page_size=req.page_size,
+        snippet_chars=req.snippet_chars,
+        branches=req.branches,
+        request_args=request_args,
+        coverage=coverage,
+    )

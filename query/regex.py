@@ -1,0 +1,211 @@
+"""Explicit regex mode: untrusted patterns run in a disposable worker process, never here.
+
+::
+
+    query process ──(pattern, haystacks)──► worker: python -I -S (stdlib only)
+                  ◄──(matched indices | invalid_regex)──
+        deadline passed? ──► SIGKILL the worker, answer regex_timeout, spawn anew next time
+
+The worker is kept warm between queries (spawning one costs ~20 ms) and killed outright at
+the hard timeout, so catastrophic backtracking such as ``(a+)+$`` burns a core for at most
+``regexTimeoutMs`` and can never stall the query process. It is an interpreter started with
+``-I -S`` (no site, no environment, no cwd on the path) running the stdlib source below, with
+its address space capped; frames are length-prefixed ``marshal`` data between two copies of
+the same interpreter.
+
+The four limits and their structured errors are the seed's: ``regexMaxPatternBytes``
+(``regex_pattern_too_large``, checked before any worker runs), ``regexMaxHaystackTerms`` and
+``regexMaxHaystackBytes`` (enforced by the caller while collecting haystacks),
+``regexTimeoutMs`` (``regex_timeout``); a pattern ``re`` rejects is ``invalid_regex``, a
+worker that dies or answers nonsense is ``regex_worker_error``.
+
+Semantics are Python's ``re`` with ``IGNORECASE`` on ``str`` (Unicode) patterns, where the
+seed runs JavaScript with flags ``iu``. They agree on ordinary patterns; the differences:
+``\\d``, ``\\w``, ``\\s`` and ``\\b`` are Unicode-aware here (ASCII in JavaScript); ``.`` stops
+only at ``\\n`` (JavaScript also stops at ``\\r``, U+2028, U+2029); named groups are
+spelled ``(?P<name>…)`` (JavaScript's ``(?<name>…)`` is ``invalid_regex`` here); ``\\p{…}``
+property classes and the ``v``-flag set syntax do not exist; inline flags such as ``(?i)``,
+atomic groups and possessive quantifiers are accepted although JavaScript rejects them.
+"""
+
+from __future__ import annotations
+
+import marshal
+import os
+import selectors
+import struct
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+__all__ = ["RegexLimits", "RegexOutcome", "RegexRunner"]
+
+_HEADER: Final = struct.Struct("<I")
+_MEMORY_CAP: Final = 1 << 30
+
+# Runs in the worker: read a frame, compile, test every haystack, write a frame; repeat.
+_WORKER: Final = r"""
+import marshal, re, struct, sys
+try:
+    import resource
+    resource.setrlimit(resource.RLIMIT_AS, (MEMORY_CAP, MEMORY_CAP))
+except Exception:
+    pass
+rd, wr = sys.stdin.buffer, sys.stdout.buffer
+head = struct.Struct("<I")
+def read(n):
+    data = b""
+    while len(data) < n:
+        chunk = rd.read(n - len(data))
+        if not chunk:
+            raise SystemExit(0)
+        data += chunk
+    return data
+while True:
+    (size,) = head.unpack(read(head.size))
+    pattern, haystacks = marshal.loads(read(size))
+    try:
+        rx = re.compile(pattern, re.IGNORECASE)
+        answer = ("ok", [i for i, h in enumerate(haystacks) if rx.search(h) is not None])
+    except (re.error, OverflowError, ValueError, TypeError, RecursionError) as exc:
+        answer = ("invalid_regex", str(exc))
+    except MemoryError:
+        answer = ("regex_worker_error", "the regex worker ran out of memory")
+    out = marshal.dumps(answer)
+    wr.write(head.pack(len(out)) + out)
+    wr.flush()
+""".replace("MEMORY_CAP", str(_MEMORY_CAP))
+
+
+@dataclass(frozen=True, slots=True)
+class RegexLimits:
+    max_pattern_bytes: int = 1024
+    max_haystack_terms: int = 20_000
+    max_haystack_bytes: int = 2 * 1024 * 1024
+    timeout_ms: int = 250
+
+
+@dataclass(frozen=True, slots=True)
+class RegexOutcome:
+    """Matched haystack indices, or the structured error (``matched`` is then empty)."""
+
+    matched: tuple[int, ...] = ()
+    error: dict[str, str] | None = None
+
+    @property
+    def complete(self) -> bool:
+        return self.error is None
+
+
+def _error(code: str, message: str) -> RegexOutcome:
+    return RegexOutcome((), {"code": code, "message": message})
+
+
+class _Worker:
+    def __init__(self) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-I", "-S", "-c", _WORKER],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            close_fds=True,
+        )
+
+    @property
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+        for stream in (self.proc.stdin, self.proc.stdout):
+            if stream is not None:
+                stream.close()
+
+    def ask(self, payload: bytes, deadline: float) -> tuple[str, Any] | None:
+        """Send one job; None when the deadline passed first (the caller kills us)."""
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.proc.stdin.write(_HEADER.pack(len(payload)) + payload)
+        self.proc.stdin.flush()
+        fd = self.proc.stdout.fileno()
+        data = bytearray()
+        need = _HEADER.size
+        size: int | None = None
+        with selectors.DefaultSelector() as sel:
+            sel.register(fd, selectors.EVENT_READ)
+            while True:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0 or not sel.select(remaining):
+                    return None
+                chunk = os.read(fd, 1 << 16)
+                if not chunk:
+                    raise EOFError("regex worker exited")
+                data += chunk
+                if size is None and len(data) >= need:
+                    (size,) = _HEADER.unpack(bytes(data[:need]))
+                    need += size
+                if size is not None and len(data) >= need:
+                    answer = marshal.loads(bytes(data[_HEADER.size : need]))
+                    if not (isinstance(answer, tuple) and len(answer) == 2):
+                        raise ValueError("regex worker returned an invalid result")
+                    return answer[0], answer[1]
+
+
+class RegexRunner:
+    """One warm worker at a time, replaced whenever it is killed or dies. Thread-safe."""
+
+    def __init__(self, limits: RegexLimits) -> None:
+        self.limits = limits
+        self._worker: _Worker | None = None
+        self._lock = threading.Lock()
+
+    def run(self, pattern: str, haystacks: Sequence[str]) -> RegexOutcome:
+        size = len(pattern.encode("utf-8", "surrogatepass"))
+        if size > self.limits.max_pattern_bytes:
+            return _error(
+                "regex_pattern_too_large",
+                f"Regex pattern is {size} bytes; limit is {self.limits.max_pattern_bytes}.",
+            )
+        payload = marshal.dumps((pattern, list(haystacks)))
+        with self._lock:
+            worker = self._worker
+            if worker is None or not worker.alive:
+                try:
+                    worker = self._worker = _Worker()
+                except OSError as exc:
+                    return _error("regex_worker_error", f"cannot start the regex worker: {exc}")
+            deadline = time.monotonic() + self.limits.timeout_ms / 1000
+            try:
+                answer = worker.ask(payload, deadline)
+            except (OSError, EOFError, ValueError, struct.error) as exc:
+                worker.kill()
+                self._worker = None
+                return _error("regex_worker_error", f"the regex worker failed: {exc}")
+            if answer is None:
+                worker.kill()
+                self._worker = None
+                return _error(
+                    "regex_timeout", f"Regex execution exceeded {self.limits.timeout_ms} ms."
+                )
+        status, body = answer
+        if status == "ok" and isinstance(body, list) and all(isinstance(i, int) for i in body):
+            return RegexOutcome(tuple(body))
+        if status in ("invalid_regex", "regex_worker_error") and isinstance(body, str):
+            return _error(status, body)
+        return _error("regex_worker_error", "Regex worker returned an invalid result.")
+
+    def close(self) -> None:
+        with self._lock:
+            if self._worker is not None:
+                self._worker.kill()
+                self._worker = None
+
+    def __del__(self) -> None:  # a forgotten runner must not leave a process behind
+        worker = self._worker
+        if worker is not None and worker.alive:
+            worker.proc.kill()

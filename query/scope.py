@@ -1,0 +1,236 @@
+"""Scopes: which indexed sessions a request reads.
+
+| scope                  | sessions                                                      |
+|------------------------|---------------------------------------------------------------|
+| ``session``            | the newest (non-sidechain) session whose cwd is the caller's  |
+| ``project``            | every session whose cwd is the caller's                       |
+| ``global``             | every session (explicit only, never a default)                |
+| ``session:<id|path>``  | exactly one session, resolved without promotion               |
+
+``agent`` narrows any of them to one source. A path must resolve (``realpath``, so symlinks
+are followed first) to a file under a configured source root; anything else — a path outside
+the roots, or a link inside a root pointing out of it — is refused before the file is touched.
+An id names the header's session id (bare, or namespaced as ``pi:<id>``), else the file stem;
+more than one candidate is ``ambiguous_session`` with the candidate paths, except that a
+Claude sidechain never competes with its parent transcript.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from query.args import Scope
+from query.generation import Generation, order_key
+from store.records import AGENTS, SessionState
+
+__all__ = ["Resolved", "Target", "resolve_scope", "resolve_target"]
+
+_CLAUDE_SLUG = re.compile(r"[^A-Za-z0-9]")
+
+
+@dataclass(frozen=True, slots=True)
+class Unindexed:
+    """An eligible file the generation does not hold; ``stale`` when it is newer than it."""
+
+    path: str
+    agent: str
+    reason: str
+    stale: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Resolved:
+    """The sessions a scope selects, newest first, and the eligible files it cannot read."""
+
+    scope: Scope
+    sessions: tuple[SessionState, ...] = ()
+    unindexed: tuple[Unindexed, ...] = ()
+    index_reasons: tuple[str, ...] = ()
+    error: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """One explicitly named session: found, eligible-but-unindexed, or an error body."""
+
+    state: SessionState | None = None
+    unindexed: Unindexed | None = None
+    error: dict[str, Any] | None = field(default=None)
+
+
+def _looks_like_path(target: str) -> bool:
+    return "/" in target or os.sep in target or target.endswith(".jsonl") or target[0] in "~."
+
+
+def _real_roots(gen: Generation, roots: Iterable[Path]) -> list[str]:
+    out: list[str] = []
+    for root in [*roots, *gen.roots()]:
+        try:
+            real = os.path.realpath(root)
+        except OSError:
+            continue
+        if real not in out:
+            out.append(real)
+    return out
+
+
+def _under(path: str, root: str) -> bool:
+    return path != root and path.startswith(root.rstrip(os.sep) + os.sep)
+
+
+def _pick(candidates: Sequence[SessionState], agent: str | None) -> list[SessionState]:
+    found = [s for s in candidates if agent is None or s.agent == agent]
+    if len(found) > 1:
+        primary = [s for s in found if not s.sidechain]
+        if len(primary) == 1:
+            return primary
+    return found
+
+
+def resolve_target(
+    gen: Generation, target: str, *, cwd: str, agent: str | None, roots: Iterable[Path]
+) -> Target:
+    """Resolve ``session:<target>`` / an expand ``session`` argument (see the module doc)."""
+    if not _looks_like_path(target):
+        prefix, colon, rest = target.partition(":")
+        if colon and prefix in AGENTS and rest:
+            found = _pick(gen.by_id.get(rest, []), prefix if agent is None else agent)
+            if agent is not None and agent != prefix:
+                found = []
+        else:
+            found = _pick(gen.by_id.get(target, []), agent)
+            if not found:
+                found = _pick(gen.by_stem.get(target, []), agent)
+        if len(found) == 1:
+            return Target(state=found[0])
+        if not found:
+            return Target(
+                error={
+                    "code": "session_not_found",
+                    "message": f"No indexed session has id {target!r}. List sessions with "
+                    "`query sessions --scope global`, or pass the session file path.",
+                    "session": target,
+                }
+            )
+        return Target(
+            error={
+                "code": "ambiguous_session",
+                "message": f"Session id {target!r} matches {len(found)} sessions; "
+                "pass one of the candidate file paths instead.",
+                "session": target,
+                "candidates": sorted(s.path for s in found),
+            }
+        )
+    path = os.path.expanduser(target)
+    if not os.path.isabs(path):
+        path = os.path.join(cwd, path)
+    real = os.path.realpath(path)
+    allowed = _real_roots(gen, roots)
+    if not any(_under(real, root) for root in allowed):
+        return Target(
+            error={
+                "code": "session_outside_roots",
+                "message": f"{target} resolves to {real}, which is not under a configured "
+                f"session root ({', '.join(allowed) or 'none configured'}); only session "
+                "files under the [sources] roots of the config can be read.",
+                "session": target,
+            }
+        )
+    state = gen.by_realpath(real)
+    if state is not None:
+        if agent is not None and state.agent != agent:
+            return Target(
+                error={
+                    "code": "session_not_found",
+                    "message": f"{real} is a {state.agent} session, not {agent}.",
+                    "session": target,
+                }
+            )
+        return Target(state=state)
+    skipped = gen.skipped.get(real)
+    if skipped is not None:
+        return Target(unindexed=Unindexed(real, skipped.agent, skipped.reason))
+    if os.path.isfile(real):
+        return Target(unindexed=Unindexed(real, "", "stale_session", stale=True))
+    return Target(
+        error={
+            "code": "session_not_found",
+            "message": f"Session file not found: {real}.",
+            "session": target,
+        }
+    )
+
+
+def _cwd_forms(cwd: str) -> list[str]:
+    forms = [os.path.normpath(cwd)]
+    try:
+        real = os.path.realpath(cwd)
+    except OSError:
+        real = forms[0]
+    if real not in forms:
+        forms.append(real)
+    return forms
+
+
+def _pi_dir(cwd: str) -> str:
+    return "--" + re.sub(r"[/\\:]", "-", cwd.lstrip("/\\")) + "--"
+
+
+def _skipped_in_project(
+    gen: Generation, forms: Sequence[str], agent: str | None
+) -> list[Unindexed]:
+    """Skipped files whose folder encodes the caller's cwd (Pi and Claude name them so)."""
+    names = {_pi_dir(f) for f in forms} | {_CLAUDE_SLUG.sub("-", f) for f in forms}
+    out: list[Unindexed] = []
+    for s in gen.skipped.values():
+        if agent is not None and s.agent != agent:
+            continue
+        root = gen.manifest.roots.get(s.agent)
+        if root is None or not _under(s.path, root):
+            continue
+        first = os.path.relpath(s.path, root).split(os.sep, 1)[0]
+        if first in names:
+            out.append(Unindexed(s.path, s.agent, s.reason))
+    return out
+
+
+def resolve_scope(
+    gen: Generation, scope: Scope, *, cwd: str, agent: str | None, roots: Iterable[Path]
+) -> Resolved:
+    """The sessions *scope* selects for a caller in *cwd*."""
+    if scope.explicit:
+        assert scope.target is not None
+        t = resolve_target(gen, scope.target, cwd=cwd, agent=agent, roots=roots)
+        if t.error is not None:
+            return Resolved(scope, error=t.error)
+        if t.state is not None:
+            return Resolved(scope, sessions=(t.state,))
+        assert t.unindexed is not None
+        return Resolved(scope, unindexed=(t.unindexed,))
+    reasons = tuple(gen.manifest.reasons)
+    if scope.kind == "global":
+        sessions = sorted(
+            (s for s in gen.sessions if agent is None or s.agent == agent), key=order_key
+        )
+        skipped = [
+            Unindexed(s.path, s.agent, s.reason)
+            for s in gen.skipped.values()
+            if agent is None or s.agent == agent
+        ]
+        return Resolved(scope, tuple(sessions), tuple(skipped), reasons)
+    forms = _cwd_forms(cwd)
+    seen: dict[str, SessionState] = {}
+    for form in forms:
+        for s in gen.by_cwd.get(form, []):
+            if agent is None or s.agent == agent:
+                seen[s.path] = s
+    ordered = sorted(seen.values(), key=order_key)
+    if scope.kind == "session":
+        primary = [s for s in ordered if not s.sidechain]
+        return Resolved(scope, tuple(primary[:1]), (), reasons)
+    return Resolved(scope, tuple(ordered), tuple(_skipped_in_project(gen, forms, agent)), reasons)

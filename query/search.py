@@ -1,0 +1,517 @@
+"""Query execution: candidates, scores and one ranked stream of entries and cold sessions.
+
+::
+
+    hot shards (display or hydrated text) ──► filtered candidates (≤ 50,000, scope order)
+        literal: BM25 from postings (complete text) × provenance weight
+        phrase:  NFKC-lowercased substring of the text × weight
+        regex:   worker over entry texts × weight
+        browse:  score 0 (1 with a structural filter)
+    cold digests ──► filter by structural addresses ──► vocabulary candidates (≤ 10,000)
+        Σ ln((C − df + 0.5)/(df + 0.5) + 1) over matched terms; browse 0/1; regex = terms hit
+    both ──► sort (score ↓, session mtime ↓, entries first, index ↑, file ↑) ──► ≤ 10,000 items
+
+Every cap and every claim the cold tier cannot prove becomes a named coverage reason; the
+result never pretends to be more complete than its inputs (reference §1.6/§1.7).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Container, Sequence
+from dataclasses import dataclass, field
+from typing import Final
+
+from query.args import Filters
+from query.generation import ColdSession, HotIndex, ShardData, path_key
+from query.postings import decode_pairs
+from query.regex import RegexLimits, RegexRunner
+from query.vocabulary import TermIndex, blob_contains, blob_terms
+from store.records import NormalizedEntry
+from store.tokens import normalize_text, unique_terms
+
+__all__ = [
+    "DEFAULT_BUDGETS",
+    "Budgets",
+    "ColdScope",
+    "EntryItem",
+    "HotScope",
+    "Plan",
+    "SearchResult",
+    "SessionItem",
+    "plan_query",
+    "provenance_weight",
+    "search",
+]
+
+K1: Final = 1.2
+B: Final = 0.75
+
+
+@dataclass(frozen=True, slots=True)
+class Budgets:
+    entries: int = 50_000
+    digests: int = 10_000
+    items: int = 10_000
+
+
+DEFAULT_BUDGETS: Final = Budgets()
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """What to look for: ``kind`` is browse, literal, phrase or regex."""
+
+    kind: str
+    terms: tuple[str, ...] = ()
+    phrase: str = ""
+    pattern: str = ""
+    match: str = "any"
+
+
+def plan_query(query: str | None, mode: str, match: str) -> Plan:
+    """The seed's planner: a blank query browses; literal input is only ever tokenized."""
+    if query is None or not query.strip():
+        return Plan("browse")
+    if mode == "regex":
+        return Plan("regex", pattern=query)
+    if mode == "phrase":
+        phrase = normalize_text(query.strip())
+        return Plan("phrase", terms=tuple(unique_terms(phrase)), phrase=phrase, match="all")
+    return Plan("literal", terms=tuple(unique_terms(query)), match=match)
+
+
+def provenance_weight(e: NormalizedEntry, filters: Filters) -> float:
+    """Human prose ahead of tool plumbing, unless the filters ask for operations."""
+    if filters.operational:
+        return 1.0
+    tool, role = e.tool, e.role
+    if tool is None and role == "assistant":
+        return 2.5
+    if tool is None and role == "user":
+        return 2.25
+    if tool is None and role in ("compactionSummary", "custom"):
+        return 1.5
+    if role in ("toolResult", "fabricOperation"):
+        return 0.75
+    if tool is not None:
+        return 0.7
+    return 1.0
+
+
+# ------------------------------------------------------------------------------------ items
+
+
+@dataclass(slots=True)
+class EntryItem:
+    shard: ShardData
+    pos: int
+    score: float
+
+    @property
+    def entry(self) -> NormalizedEntry:
+        return self.shard.entries[self.pos]
+
+    def key(self) -> tuple[float, int, int, int, bytes]:
+        return (
+            -self.score,
+            -self.shard.state.mtime_ns,
+            0,
+            self.entry.index,
+            path_key(self.shard.state.path),
+        )
+
+
+@dataclass(slots=True)
+class SessionItem:
+    cold: ColdSession
+    score: float
+    matched_terms: int
+    matched_structural: int
+
+    def key(self) -> tuple[float, int, int, int, bytes]:
+        return (-self.score, -self.cold.state.mtime_ns, 1, 0, path_key(self.cold.state.path))
+
+
+Item = EntryItem | SessionItem
+
+
+@dataclass(slots=True)
+class SearchResult:
+    items: list[Item] = field(default_factory=list)
+    reasons: set[str] = field(default_factory=set)
+    error: dict[str, str] | None = None
+
+
+# ----------------------------------------------------------------------------------- scopes
+
+
+@dataclass(frozen=True, slots=True)
+class HotScope:
+    """Hot (or hydrated) shards to search, in scope order, and an optional index range."""
+
+    index: HotIndex
+    shards: tuple[int, ...]
+    entry_range: tuple[int, int] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ColdScope:
+    """Cold digests to search, in scope order; ``terms`` when the merged index is built."""
+
+    sessions: tuple[ColdSession, ...]
+    terms: tuple[TermIndex, dict[str, int]] | None = None
+
+
+@dataclass(slots=True)
+class _Selection:
+    positions: Sequence[int]
+    member: Container[int]
+
+
+@dataclass(slots=True)
+class _Candidates:
+    by_shard: dict[int, _Selection]
+    order: list[int]
+    count: int
+    dl_sum: int
+    exceeded: bool
+
+
+def _select(scope: HotScope, filters: Filters, limit: int) -> _Candidates:
+    """Filtered hot candidates in scope order, at most *limit* of them."""
+    by_shard: dict[int, _Selection] = {}
+    order: list[int] = []
+    count = dl_sum = 0
+    exceeded = False
+    first, last = scope.entry_range or (None, None)
+    for no in scope.shards:
+        shard = scope.index.shards[no]
+        n = len(shard.entries)
+        if first is None and not filters.any:
+            positions: Sequence[int] = range(n)
+        else:
+            positions = [
+                pos
+                for pos, e in enumerate(shard.entries)
+                if (first is None or (first <= e.index and (last is None or e.index <= last)))
+                and filters.matches(e)
+            ]
+        if not positions:
+            continue
+        room = limit - count
+        if len(positions) > room:
+            exceeded = True
+            positions = positions[:room]
+            if not positions:
+                break
+        if isinstance(positions, range) and positions.start == 0 and len(positions) == n:
+            dl_sum += shard.dl_sum
+        else:
+            dl_sum += sum(shard.dl(p) for p in positions)
+        member: Container[int] = positions if isinstance(positions, range) else set(positions)
+        by_shard[no] = _Selection(positions, member)
+        order.append(no)
+        count += len(positions)
+        if exceeded:
+            break
+    return _Candidates(by_shard, order, count, dl_sum, exceeded)
+
+
+# -------------------------------------------------------------------------------------- hot
+
+
+def _hot_literal(scope: HotScope, cand: _Candidates, plan: Plan, filters: Filters) -> list[Item]:
+    n = cand.count
+    if n == 0 or not plan.terms:
+        return []
+    avgdl = cand.dl_sum / n
+    shards = scope.index.shards
+    acc: dict[tuple[int, int], list[float]] = {}
+    for term in plan.terms:
+        found: list[tuple[int, int, int]] = []
+        for no, data in scope.index.postings(term):
+            sel = cand.by_shard.get(no)
+            if sel is None:
+                continue
+            pairs = decode_pairs(data)
+            member = sel.member
+            for i in range(0, len(pairs), 2):
+                pos = pairs[i]
+                if pos in member:
+                    found.append((no, pos, pairs[i + 1]))
+        df = len(found)
+        if df == 0:
+            continue
+        idf = math.log((n - df + 0.5) / (df + 0.5) + 1)
+        for no, pos, tf in found:
+            dl = shards[no].dl(pos)
+            part = idf * (tf * (K1 + 1)) / (tf + K1 * (1 - B + B * dl / avgdl))
+            slot = acc.get((no, pos))
+            if slot is None:
+                acc[(no, pos)] = [part, 1.0]
+            else:
+                slot[0] += part
+                slot[1] += 1
+    need = len(plan.terms) if plan.match == "all" else 1
+    out: list[Item] = []
+    for (no, pos), (score, matched) in acc.items():
+        if matched < need or score <= 0:
+            continue
+        shard = shards[no]
+        out.append(EntryItem(shard, pos, score * provenance_weight(shard.entries[pos], filters)))
+    return out
+
+
+def _hot_phrase(scope: HotScope, cand: _Candidates, plan: Plan, filters: Filters) -> list[Item]:
+    out: list[Item] = []
+    for no in cand.order:
+        shard = scope.index.shards[no]
+        for pos in cand.by_shard[no].positions:
+            if plan.phrase in shard.normalized(pos):
+                out.append(EntryItem(shard, pos, provenance_weight(shard.entries[pos], filters)))
+    return out
+
+
+def _hot_browse(scope: HotScope, cand: _Candidates, filters: Filters) -> list[Item]:
+    score = 1.0 if filters.any else 0.0
+    out: list[Item] = []
+    for no in cand.order:
+        shard = scope.index.shards[no]
+        out.extend(EntryItem(shard, pos, score) for pos in cand.by_shard[no].positions)
+    return out
+
+
+# ------------------------------------------------------------------------------------- cold
+
+
+def _eligible(cold: ColdScope, filters: Filters, ids: _Ids) -> list[tuple[ColdSession, int]]:
+    """Digests that hold at least one address matching the filters, with that count."""
+    if not filters.any:
+        return [(c, 0) for c in cold.sessions]
+    exact = ids.exact
+    if exact is None:  # a filter value no address has: nothing can match
+        return []
+    out: list[tuple[ColdSession, int]] = []
+    for c in cold.sessions:
+        n = c.structural_matches(exact, filters.since, filters.until)
+        if n > 0:
+            out.append((c, n))
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class _Ids:
+    exact: tuple[tuple[int, int], ...] | None
+
+
+def _cold_terms(
+    cold: ColdScope,
+    eligible: list[tuple[ColdSession, int]],
+    terms: Sequence[str],
+    match_all: bool,
+    limit: int,
+) -> tuple[list[SessionItem], bool]:
+    """Vocabulary candidates and their scores; the flag is False when *limit* cut them."""
+    if not eligible or not terms:
+        return [], True
+    encoded = [t.encode("utf-8") for t in terms]
+    holders: list[set[int]] | None = None
+    numbers: dict[str, int] = {}
+    if cold.terms is not None:
+        index, numbers = cold.terms
+        holders = [set(index.holders(t)) for t in encoded]
+    candidates: list[tuple[ColdSession, list[int], int]] = []
+    matching = 0
+    for c, structural in eligible:
+        if holders is not None:
+            number = numbers.get(c.state.path, -1)
+            hit = [i for i, h in enumerate(holders) if number in h]
+        else:
+            hit = [i for i, t in enumerate(encoded) if blob_contains(c.vocabulary, t)]
+        if not hit or (match_all and len(hit) != len(terms)):
+            continue
+        matching += 1
+        if len(candidates) < limit:
+            candidates.append((c, hit, structural))
+    df = [0] * len(terms)
+    for _, hit, _ in candidates:
+        for i in hit:
+            df[i] += 1
+    total = len(candidates)
+    out: list[SessionItem] = []
+    for c, hit, structural in candidates:
+        score = 0.0
+        for i in hit:
+            score += math.log((total - df[i] + 0.5) / (df[i] + 0.5) + 1)
+        out.append(SessionItem(c, score, len(hit), structural))
+    return out, matching <= limit
+
+
+# ------------------------------------------------------------------------------------ regex
+
+
+def _regex(
+    hot: HotScope | None,
+    cold: ColdScope | None,
+    eligible: list[tuple[ColdSession, int]],
+    plan: Plan,
+    filters: Filters,
+    runner: RegexRunner,
+    budgets: Budgets,
+    result: SearchResult,
+) -> list[Item]:
+    limits: RegexLimits = runner.limits
+    haystacks: list[str] = []
+    targets: list[tuple[ShardData, int]] = []
+    size = 0
+    complete = True
+
+    def fits(text: str) -> bool:
+        nonlocal size, complete
+        n = len(text.encode("utf-8", "surrogatepass"))
+        if len(haystacks) >= limits.max_haystack_terms:
+            result.reasons.add("regex_max_haystack_terms")
+            complete = False
+            return False
+        if size + n > limits.max_haystack_bytes:
+            result.reasons.add("regex_max_haystack_bytes")
+            complete = False
+            return False
+        size += n
+        return True
+
+    if hot is not None:
+        cand = _select(hot, filters, 2**62)
+        for no in cand.order:
+            shard = hot.index.shards[no]
+            for pos in cand.by_shard[no].positions:
+                text = shard.entries[pos].text
+                if not fits(text):
+                    break
+                haystacks.append(text)
+                targets.append((shard, pos))
+            if not complete:
+                break
+    hot_count = len(haystacks)
+    # Each distinct cold term is one haystack, however many digests hold it.
+    term_holders: list[list[int]] = []
+    if complete and eligible:
+        seen: dict[bytes, int] = {}
+        for d, (c, _) in enumerate(eligible):
+            for term in blob_terms(c.vocabulary):
+                at = seen.get(term)
+                if at is None:
+                    text = term.decode("utf-8", "replace")
+                    if not fits(text):
+                        break
+                    seen[term] = len(term_holders)
+                    term_holders.append([d])
+                    haystacks.append(text)
+                else:
+                    term_holders[at].append(d)
+            if not complete:
+                break
+    outcome = runner.run(plan.pattern, haystacks)
+    if not outcome.complete:
+        assert outcome.error is not None
+        result.error = outcome.error
+        result.reasons.add(outcome.error["code"])
+        return []
+    located: list[EntryItem] = []
+    hits_per_digest: dict[int, int] = {}
+    for i in outcome.matched:
+        if i < hot_count:
+            shard, pos = targets[i]
+            located.append(EntryItem(shard, pos, provenance_weight(shard.entries[pos], filters)))
+        else:
+            for d in term_holders[i - hot_count]:
+                hits_per_digest[d] = hits_per_digest.get(d, 0) + 1
+    if len(located) > budgets.entries:
+        result.reasons.add("candidate_entry_budget")
+        located = located[: budgets.entries]
+    sessions: list[SessionItem] = []
+    for d in sorted(hits_per_digest):
+        c, structural = eligible[d]
+        n = hits_per_digest[d]
+        sessions.append(SessionItem(c, float(n), n, structural))
+    if len(sessions) > budgets.digests:
+        result.reasons.add("candidate_digest_budget")
+        sessions = sessions[: budgets.digests]
+    if sessions and filters.any:
+        result.reasons.add("cold_structural_filter_requires_hydration")
+    return [*located, *sessions]
+
+
+# ----------------------------------------------------------------------------------- search
+
+
+def search(
+    plan: Plan,
+    filters: Filters,
+    *,
+    hot: HotScope | None,
+    cold: ColdScope | None,
+    exact_ids: tuple[tuple[int, int], ...] | None,
+    runner: RegexRunner | None,
+    budgets: Budgets = DEFAULT_BUDGETS,
+) -> SearchResult:
+    """Run *plan* over the hot and cold scopes; see the module docstring."""
+    result = SearchResult()
+    ids = _Ids(exact_ids)
+    eligible = _eligible(cold, filters, ids) if cold is not None else []
+    items: list[Item] = []
+    if plan.kind == "regex":
+        if runner is None:
+            raise RuntimeError("regex mode needs a RegexRunner")
+        items = _regex(hot, cold, eligible, plan, filters, runner, budgets, result)
+    else:
+        if hot is not None:
+            cand = _select(hot, filters, budgets.entries)
+            if cand.exceeded:
+                result.reasons.add("candidate_entry_budget")
+            if plan.kind == "literal":
+                items.extend(_hot_literal(hot, cand, plan, filters))
+            elif plan.kind == "phrase":
+                items.extend(_hot_phrase(hot, cand, plan, filters))
+            else:
+                items.extend(_hot_browse(hot, cand, filters))
+        if cold is not None:
+            items.extend(_cold(cold, eligible, plan, filters, budgets, result))
+    items.sort(key=lambda item: item.key())
+    if len(items) > budgets.items:
+        result.reasons.add("candidate_item_budget")
+        del items[budgets.items :]
+    result.items = items
+    return result
+
+
+def _cold(
+    cold: ColdScope,
+    eligible: list[tuple[ColdSession, int]],
+    plan: Plan,
+    filters: Filters,
+    budgets: Budgets,
+    result: SearchResult,
+) -> list[SessionItem]:
+    if plan.kind == "browse":
+        score = 1.0 if filters.any else 0.0
+        if len(eligible) > budgets.digests:
+            result.reasons.add("candidate_digest_budget")
+        return [SessionItem(c, score, 0, n) for c, n in eligible[: budgets.digests]]
+    if plan.kind == "phrase" and not plan.terms:
+        # Punctuation-only phrase: a vocabulary cannot hold it, so only hydration can tell.
+        if eligible:
+            result.reasons.add("cold_phrase_requires_hydration")
+        return []
+    found, complete = _cold_terms(cold, eligible, plan.terms, plan.match == "all", budgets.digests)
+    if not complete:
+        result.reasons.add("candidate_digest_budget")
+    if found:
+        if plan.kind == "phrase":
+            result.reasons.add("cold_phrase_requires_hydration")
+        elif plan.match == "all" and len(plan.terms) > 1:
+            result.reasons.add("cold_all_terms_requires_hydration")
+        if filters.any:
+            result.reasons.add("cold_structural_filter_requires_hydration")
+    return found
