@@ -19,25 +19,23 @@ from pipeline.corpus.draft import Draft, FieldPath, plant_terms
 from pipeline.corpus.fabric import AbandonedEntry, Trace, branch_details, fabric_code, make_trace
 from pipeline.corpus.ids import iso, uuid4, uuid7
 from pipeline.corpus.manifest import BranchSummary, FabricTrace, ToolError
+from pipeline.corpus.pi_shapes import (
+    LEVELS,
+    MODELS,
+    bash_execution,
+    call_id,
+    custom_message,
+    encode_cwd,
+    pi_args,
+    signature,
+    usage,
+    zero_usage,
+)
 from pipeline.corpus.plan import BuiltFile, BuiltSession, SessionPlan, Shared, planted_terms
 from pipeline.corpus.tools import KINDS, WEIGHTS, ToolCall, plan_call, run_call
 from pipeline.corpus.words import Text
 
 __all__ = ["build_pi", "encode_cwd"]
-
-_MODELS = (
-    ("anthropic", "claude-opus-4-5", "anthropic-messages"),
-    ("anthropic", "claude-sonnet-4-5", "anthropic-messages"),
-    ("openai", "gpt-5.1-codex", "openai-responses"),
-    ("google", "gemini-2.5-pro", "google-generative-ai"),
-    ("kimchi-dev", "kimi-k2.5", "openai-completions"),
-)
-_LEVELS = ("off", "minimal", "low", "medium", "high")
-
-
-def encode_cwd(cwd: str) -> str:
-    """Pi's per-project directory name: ``/Users/a/proj`` → ``--Users-a-proj--``."""
-    return "--" + cwd.lstrip("/").replace("/", "-").replace("\\", "-").replace(":", "-") + "--"
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,8 +64,8 @@ class _Pi:
         self.about: dict[str, list[AbandonedEntry]] = {}
         self.leaf: str | None = None
         self.now = plan.start_ms
-        self.model = rng.choice(_MODELS)
-        self.thinking = rng.choice(_LEVELS)
+        self.model = rng.choice(MODELS)
+        self.thinking = rng.choice(LEVELS)
         self.session_id = uuid7(rng, plan.start_ms) if rng.random() < 0.7 else uuid4(rng)
         self.calls = 0
         self.tool_errors: list[tuple[int, str, str]] = []
@@ -167,7 +165,7 @@ class _Pi:
         if roll < 0.05:
             self._model_change()
         elif roll < 0.09:
-            self.thinking = rng.choice(_LEVELS)
+            self.thinking = rng.choice(LEVELS)
             self._tick(500, 20_000)
             self._entry("thinking_level_change", {"thinkingLevel": self.thinking})
         elif roll < 0.15:
@@ -206,7 +204,7 @@ class _Pi:
     # -- entries --------------------------------------------------------------------------------
 
     def _model_change(self) -> None:
-        self.model = self.rng.choice(_MODELS)
+        self.model = self.rng.choice(MODELS)
         self._tick(500, 30_000)
         self._entry("model_change", {"provider": self.model[0], "modelId": self.model[1]})
 
@@ -245,52 +243,13 @@ class _Pi:
 
     def _custom_message(self, *, display: bool) -> None:
         self._tick(2, 40)
-        if display:
-            custom_type = "pi-fabric-agent-complete"
-            fields: dict[str, Any] = {
-                "customType": custom_type,
-                "content": f"Agent completed: {self.text.sentence()}",
-                "display": True,
-                "details": {"status": "completed", "agent": self.text.word()},
-            }
-        else:
-            custom_type = "enriched-prompt"
-            fields = {
-                "customType": custom_type,
-                "content": [
-                    {
-                        "type": "text",
-                        "text": self.text.prose(self.rng.randint(300, 2500), markdown=True),
-                    }
-                ],
-                "display": False,
-            }
+        fields = custom_message(self.text, display=display)
         eid, _ = self._entry("custom_message", fields, base_first=False)
-        self.about[eid] = [AbandonedEntry(eid, "custom_message", custom_type=custom_type)]
+        self.about[eid] = [AbandonedEntry(eid, "custom_message", custom_type=fields["customType"])]
 
     def _bash_execution(self) -> None:
-        rng = self.rng
         self._tick(5_000, 300_000)
-        command = self.project.command(self.text)
-        fields: dict[str, Any] = {
-            "role": "bashExecution",
-            "command": command,
-            "output": self.text.log(int(rng.lognormvariate(2.3, 1.0)) + 1, self.now),
-        }
-        roll = rng.random()
-        if roll < 0.6:
-            fields["exitCode"] = 0
-            fields["cancelled"] = False
-        elif roll < 0.85:
-            fields["exitCode"] = rng.choice((1, 2, 127))
-            fields["cancelled"] = False
-        else:
-            fields["cancelled"] = True
-        fields["truncated"] = False
-        if rng.random() < 0.15:
-            fields["excludeFromContext"] = True
-        fields["timestamp"] = self.now
-        self._entry("message", {"message": fields})
+        self._entry("message", {"message": bash_execution(self.text, self.project, self.now)})
 
     def _pick_tools(self) -> list[str]:
         rng = self.rng
@@ -300,48 +259,9 @@ class _Pi:
             kinds.insert(0, "fabric_exec")
         return kinds
 
-    def _call_id(self, kind: str) -> str:
+    def _next_call_id(self, kind: str) -> str:
         self.calls += 1
-        api = self.model[2]
-        if api == "anthropic-messages":
-            return "toolu_01" + self.text.alnum(22)
-        if api == "openai-responses":
-            return f"call_{self.text.alnum(24)}|fc_{self.text.hex(48)}"
-        if api == "openai-completions":
-            return f"functions.{kind}:{self.calls - 1}"
-        return f"{kind}_{self.calls}"
-
-    def _signature(self) -> str:
-        size = min(12_000, max(200, int(self.rng.lognormvariate(6.9, 0.7))))
-        if self.model[2] == "openai-responses":
-            item = {
-                "type": "reasoning",
-                "id": "rs_" + self.text.hex(48),
-                "summary": [],
-                "encrypted_content": self.text.opaque(size),
-            }
-            return orjson.dumps(item).decode()
-        return self.text.opaque(size)
-
-    def _usage(self) -> dict[str, Any]:
-        rng = self.rng
-        inp, out = rng.randint(1, 4000), rng.randint(20, 3000)
-        read, write = rng.randint(0, 180_000), rng.randint(0, 8000)
-        cost = {
-            "input": inp * 5e-06,
-            "output": out * 2.5e-05,
-            "cacheRead": read * 5e-07,
-            "cacheWrite": write * 6.25e-06,
-        }
-        cost["total"] = sum(cost.values())
-        return {
-            "input": inp,
-            "output": out,
-            "cacheRead": read,
-            "cacheWrite": write,
-            "totalTokens": inp + out + read + write,
-            "cost": cost,
-        }
+        return call_id(self.text, self.model[2], kind, self.calls)
 
     def _message_base(self) -> dict[str, Any]:
         provider, model, api = self.model
@@ -355,8 +275,7 @@ class _Pi:
             "role": "assistant",
             "content": [],
             **self._message_base(),
-            "usage": {k: 0 for k in ("input", "output", "cacheRead", "cacheWrite", "totalTokens")}
-            | {"cost": {k: 0 for k in ("input", "output", "cacheRead", "cacheWrite", "total")}},
+            "usage": zero_usage(),
             "stopReason": "error" if error else "aborted",
             "timestamp": start,
             "errorMessage": "Request timed out." if error else "Request was aborted.",
@@ -371,14 +290,18 @@ class _Pi:
         if self.thinking != "off" and rng.random() < 0.75:
             thought = "" if rng.random() < 0.15 else text.prose(int(rng.lognormvariate(5.8, 0.8)))
             content.append(
-                {"type": "thinking", "thinking": thought, "thinkingSignature": self._signature()}
+                {
+                    "type": "thinking",
+                    "thinking": thought,
+                    "thinkingSignature": signature(self.text, self.model[2]),
+                }
             )
         if final or rng.random() < 0.55:
             size = int(rng.lognormvariate(6.6 if final else 5.3, 0.8))
             content.append({"type": "text", "text": text.prose(size, markdown=final)})
         calls: list[tuple[str, str, dict[str, Any], ToolCall | None, Trace | None]] = []
         for kind in kinds:
-            call_id = self._call_id(kind)
+            call_id = self._next_call_id(kind)
             if kind == "fabric_exec":
                 trace = make_trace(text, self.project, self.defect)
                 self.defect = None
@@ -386,14 +309,14 @@ class _Pi:
                 calls.append((call_id, kind, args, None, trace))
             else:
                 call = plan_call(kind, text, self.project)
-                args = _pi_args(call, rng)
+                args = pi_args(call, rng)
                 calls.append((call_id, kind, args, call, None))
             content.append({"type": "toolCall", "id": call_id, "name": kind, "arguments": args})
         msg = {
             "role": "assistant",
             "content": content,
             **self._message_base(),
-            "usage": self._usage(),
+            "usage": usage(self.rng),
             "stopReason": "toolUse" if calls else "stop",
             "timestamp": start,
         }
@@ -563,7 +486,7 @@ class _Pi:
             "role": "assistant",
             "content": [{"type": "text", "text": self.text.prose(self.rng.randint(200, 1500))}],
             **self._message_base(),
-            "usage": self._usage(),
+            "usage": usage(self.rng),
             "stopReason": "stop",
             "timestamp": self.now,
         }
@@ -636,31 +559,6 @@ class _Pi:
             for idx, eid, envelope, facts, from_id in self.summaries
         ]
         return built
-
-
-def _pi_args(call: ToolCall, rng: random.Random) -> dict[str, Any]:
-    kind = call.kind
-    if kind == "read":
-        args: dict[str, Any] = {"path": call.path}
-        if rng.random() < 0.2:
-            args["offset"] = rng.randint(1, 400)
-            args["limit"] = rng.choice((50, 100, 200))
-        return args
-    if kind == "edit":
-        if rng.random() < 0.7:
-            return {"path": call.path, "edits": [{"oldText": call.old, "newText": call.new}]}
-        return {"path": call.path, "oldText": call.old, "newText": call.new}
-    if kind == "write":
-        return {"path": call.path, "content": call.content}
-    if kind == "bash":
-        return (
-            {"command": call.command, "timeout": 120}
-            if rng.random() < 0.3
-            else {"command": call.command}
-        )
-    if kind in ("grep", "find"):
-        return {"pattern": call.pattern, "path": call.path}
-    return {"path": call.path}
 
 
 def build_pi(plan: SessionPlan, shared: Shared) -> BuiltSession:
