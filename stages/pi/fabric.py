@@ -1,17 +1,18 @@
-"""Pi Fabric payloads: execution traces and branch-summary envelopes, and their child entries.
+"""Pi Fabric execution traces and their child entries, plus the JSON checks Fabric payloads share.
 
-Two typed payloads inside Pi session records become child entries placed right after their
-carrier (reference §2):
+Two typed Fabric payloads inside Pi session records become child entries placed right after
+their carrier (reference §2):
 
 * ``FabricExecutionTraceV1`` at ``message.details.trace`` of the ``fabric_exec`` toolResult:
-  one ``fabric_operation`` child per operation, addressed ``<carrierId>/<sequence>``.
-* Branch-summary details V1/V2 at the top-level ``details`` of a ``branch_summary`` record or
-  at ``message.details`` of a ``branchSummary`` message: one ``fabric_branch_fact`` child per
-  fact, addressed by the fact's own ``address``.
+  one ``fabric_operation`` child per operation, addressed ``<carrierId>/<sequence>`` (here).
+* Branch-summary details V1/V2 on ``branch_summary`` records and ``branchSummary`` messages:
+  one ``fabric_branch_fact`` child per fact (``stages.pi.branch_details``).
 
 Validation is all-or-nothing, as in the reference: a payload that breaks any rule yields no
 children at all, and an invalid trace never falls back to the legacy ``details.audits``.
-Prose (summaries, tool output) is never parsed; only these typed shapes are read.
+Prose (summaries, tool output) is never parsed; only these typed shapes are read. The checks
+reproduce the reference validators' JavaScript semantics: ``Number.isSafeInteger``, finite
+numbers, ``!== undefined`` (a present JSON null is not an absent key).
 """
 
 from __future__ import annotations
@@ -20,29 +21,23 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from stages.common import (
-    clean_text,
-    files_touched,
-    js_trim,
-    json_compact,
-    json_size,
-    json_value,
-    utf8_size,
-)
+from stages.common import clean_text, js_trim, json_compact, json_size, json_value
 from store.records import NormalizedEntry
 
 __all__ = [
-    "BRANCH_SUMMARY_KIND",
-    "BRANCH_SUMMARY_MAX_BYTES",
     "OPERATION_MAX_BYTES",
     "OUTCOMES",
     "TRACE_KIND",
     "TRACE_MAX_BYTES",
-    "BranchDetails",
     "Trace",
     "TraceOperation",
-    "branch_children",
-    "read_branch_details",
+    "bound_result",
+    "equals_number",
+    "finite_number",
+    "has_only_keys",
+    "is_member",
+    "non_negative_int",
+    "optional_str",
     "read_trace",
     "trace_children",
 ]
@@ -51,8 +46,6 @@ OUTCOMES = frozenset({"succeeded", "failed", "aborted", "timed_out"})
 
 TRACE_KIND = "pi-fabric.execution"
 TRACE_MAX_BYTES = 512 * 1024
-BRANCH_SUMMARY_KIND = "pi-fabric.branch-summary"
-BRANCH_SUMMARY_MAX_BYTES = 128 * 1024
 OPERATION_MAX_BYTES = 96 * 1024
 """An operation whose JSON exceeds this keeps ``resultOmitted: true`` instead of its result."""
 
@@ -83,38 +76,12 @@ _WITNESS_MAX_RULES = 128
 _UNSAFE_WITNESS_KEYS = frozenset({"__proto__", "prototype", "constructor"})
 _HEX = frozenset("0123456789abcdef")
 
-_ENVELOPE_KEYS = frozenset(
-    {"kind", "version", "source", "facts", "omittedFacts", "sections", "request"}
-)
-_SOURCE_KEYS = frozenset({"firstEntryId", "lastEntryId", "entryCount", "oldLeafId"})
-_REQUEST_KEYS = frozenset({"text", "sourceBytes", "truncated"})
-_MAX_FACTS = 256
-_MAX_SECTIONS = 64
-_DETAILS_MAX_NODES = 4096
-_DETAILS_MAX_COLLECTION = 256
-_DETAILS_MAX_DEPTH = 16
-_RUN_NAME_MAX_BYTES = 256
-_RUN_DESCRIPTION_MAX_BYTES = 1024
-_BASE_FACT_KEYS = ("kind", "entryId", "subordinal", "address")
-_FACT_KEYS = {
-    "user": frozenset({*_BASE_FACT_KEYS, "text"}),
-    "customMessage": frozenset({*_BASE_FACT_KEYS, "customType", "text", "display", "details"}),
-    "phase": frozenset({*_BASE_FACT_KEYS, "phase"}),
-    "operation": frozenset(
-        {
-            *_BASE_FACT_KEYS,
-            *("ref", "provider", "action", "tool", "args", "outcome", "error", "result"),
-        }
-    ),
-    "fabricRun": frozenset({*_BASE_FACT_KEYS, "name", "description", "outcome"}),
-}
-
 # Trace operations on these refs name a file in args.path / args.file / args.dir.
 _PI_FILE_REFS = frozenset({"pi.read", "pi.grep", "pi.find", "pi.ls", "pi.edit", "pi.write"})
 
 
 # ---------------------------------------------------------------------------------------------
-# Shared JSON checks
+# JSON checks shared with stages.pi.branch_details
 
 
 def _safe_int(value: object) -> int | None:
@@ -128,28 +95,28 @@ def _safe_int(value: object) -> int | None:
     return None
 
 
-def _non_negative_int(value: object) -> bool:
+def non_negative_int(value: object) -> bool:
     number = _safe_int(value)
     return number is not None and number >= 0
 
 
-def _equals_number(value: object, expected: int) -> bool:
+def equals_number(value: object, expected: int) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool) and value == expected
 
 
-def _finite_number(value: int | float) -> bool:
+def finite_number(value: int | float) -> bool:
     try:
         return math.isfinite(value)
     except OverflowError:  # an int too large for a double is Infinity in JS
         return False
 
 
-def _member(value: object, allowed: frozenset[str]) -> bool:
+def is_member(value: object, allowed: frozenset[str]) -> bool:
     """Set membership for an arbitrary JSON value (a list or object is never a member)."""
     return isinstance(value, str) and value in allowed
 
 
-def _only_keys(value: dict[str, Any], allowed: frozenset[str]) -> bool:
+def has_only_keys(value: dict[str, Any], allowed: frozenset[str]) -> bool:
     return all(key in allowed for key in value)
 
 
@@ -158,7 +125,7 @@ def _trace_json(value: object, depth: int = 0) -> bool:
     if value is None or isinstance(value, str | bool):
         return True
     if isinstance(value, int | float):
-        return _finite_number(value)
+        return finite_number(value)
     if depth > _TRACE_JSON_MAX_DEPTH:
         return False
     if isinstance(value, list):
@@ -168,34 +135,7 @@ def _trace_json(value: object, depth: int = 0) -> bool:
     return False
 
 
-@dataclass(slots=True)
-class _NodeBudget:
-    nodes: int = 0
-
-
-def _details_json(value: object, budget: _NodeBudget, depth: int = 0) -> bool:
-    """Branch-details JSON: ≤ 4096 nodes per envelope, collections ≤ 256, depth ≤ 16."""
-    budget.nodes += 1
-    if budget.nodes > _DETAILS_MAX_NODES:
-        return False
-    if value is None or isinstance(value, str | bool):
-        return True
-    if isinstance(value, int | float):
-        return _finite_number(value)
-    if depth > _DETAILS_MAX_DEPTH:
-        return False
-    if isinstance(value, list):
-        return len(value) <= _DETAILS_MAX_COLLECTION and all(
-            _details_json(item, budget, depth + 1) for item in value
-        )
-    if isinstance(value, dict):
-        return len(value) <= _DETAILS_MAX_COLLECTION and all(
-            isinstance(k, str) and _details_json(v, budget, depth + 1) for k, v in value.items()
-        )
-    return False
-
-
-def _optional_str(value: dict[str, Any], key: str) -> bool:
+def optional_str(value: dict[str, Any], key: str) -> bool:
     """Absent, or a string (a present null is invalid, as ``!== undefined`` makes it)."""
     return key not in value or isinstance(value[key], str)
 
@@ -239,7 +179,7 @@ def _is_witness_rule(value: object) -> bool:
         and isinstance(value.get("key"), str)
         and _utf16_length(value["key"]) <= 128
         and value["key"] not in _UNSAFE_WITNESS_KEYS
-        and _member(value.get("kind"), _WITNESS_RULE_KINDS)
+        and is_member(value.get("kind"), _WITNESS_RULE_KINDS)
     )
 
 
@@ -249,7 +189,7 @@ def _is_normal_form_witness(value: object) -> bool:
         return False
     rules = value.get("rules")
     return (
-        _equals_number(value.get("version"), 1)
+        equals_number(value.get("version"), 1)
         and _is_digest(value.get("baseSchemaDigest"))
         and _is_digest(value.get("beforeShape"))
         and _is_digest(value.get("afterShape"))
@@ -264,20 +204,20 @@ def _utf16_length(text: str) -> int:
 
 
 def _valid_trace_operation(op: object) -> bool:
-    if not isinstance(op, dict) or not _only_keys(op, _TRACE_OPERATION_KEYS):
+    if not isinstance(op, dict) or not has_only_keys(op, _TRACE_OPERATION_KEYS):
         return False
-    if op.get("type") != "call" or not _non_negative_int(op.get("sequence")):
+    if op.get("type") != "call" or not non_negative_int(op.get("sequence")):
         return False
     args = op.get("args")
     if not isinstance(op.get("ref"), str) or not isinstance(args, dict) or not _trace_json(args):
         return False
-    if not _member(op.get("outcome"), OUTCOMES):
+    if not is_member(op.get("outcome"), OUTCOMES):
         return False
-    if not (_optional_str(op, "provider") and _optional_str(op, "action")):
+    if not (optional_str(op, "provider") and optional_str(op, "action")):
         return False
-    if "failureStage" in op and not _member(op["failureStage"], _FAILURE_STAGES):
+    if "failureStage" in op and not is_member(op["failureStage"], _FAILURE_STAGES):
         return False
-    if not _optional_str(op, "error"):
+    if not optional_str(op, "error"):
         return False
     if "normalization" in op and not _is_normal_form_witness(op["normalization"]):
         return False
@@ -287,22 +227,22 @@ def _valid_trace_operation(op: object) -> bool:
 
 
 def _valid_trace(trace: object) -> bool:
-    if not isinstance(trace, dict) or not _only_keys(trace, _TRACE_KEYS):
+    if not isinstance(trace, dict) or not has_only_keys(trace, _TRACE_KEYS):
         return False
-    if trace.get("kind") != TRACE_KIND or not _equals_number(trace.get("version"), 1):
+    if trace.get("kind") != TRACE_KIND or not equals_number(trace.get("version"), 1):
         return False
-    if not _member(trace.get("outcome"), OUTCOMES):
+    if not is_member(trace.get("outcome"), OUTCOMES):
         return False
     phases, operations, counts = trace.get("phases"), trace.get("operations"), trace.get("counts")
     if not isinstance(phases, list) or not all(isinstance(p, str) for p in phases):
         return False
     if not isinstance(operations, list) or not all(map(_valid_trace_operation, operations)):
         return False
-    if not isinstance(counts, dict) or not _only_keys(counts, frozenset(_TRACE_COUNT_KEYS)):
+    if not isinstance(counts, dict) or not has_only_keys(counts, frozenset(_TRACE_COUNT_KEYS)):
         return False
-    if not all(_non_negative_int(counts.get(key)) for key in _TRACE_COUNT_KEYS):
+    if not all(non_negative_int(counts.get(key)) for key in _TRACE_COUNT_KEYS):
         return False
-    if not _optional_str(trace, "error"):
+    if not optional_str(trace, "error"):
         return False
     previous = -1
     for op in operations:
@@ -361,9 +301,7 @@ def read_trace(details: object) -> Trace | None:
     )
 
 
-def _bounded_operation(
-    operation: dict[str, Any], result: Any, has_result: bool, keep: bool
-) -> None:
+def bound_result(operation: dict[str, Any], result: Any, has_result: bool, keep: bool) -> None:
     """Append ``result`` (or ``resultOmitted``) to *operation*, then drop the result again if
     the whole operation's JSON is over ``OPERATION_MAX_BYTES``."""
     if not has_result:
@@ -416,7 +354,7 @@ def trace_children(
         operation["outcome"] = op.outcome
         if op.error is not None:
             operation["error"] = clean_text(op.error)
-        _bounded_operation(operation, op.result, op.has_result, index_tool_output)
+        bound_result(operation, op.result, op.has_result, index_tool_output)
         children.append(
             NormalizedEntry(
                 index=carrier.index,
@@ -444,295 +382,3 @@ def trace_children(
             )
         )
     return children
-
-
-# ---------------------------------------------------------------------------------------------
-# Branch-summary details V1 / V2
-
-
-@dataclass(frozen=True, slots=True)
-class BranchDetails:
-    """A validated branch-summary envelope; ``facts`` are the raw (validated) fact objects."""
-
-    version: int
-    facts: tuple[dict[str, Any], ...]
-
-
-def _valid_fact_v1(fact: object, budget: _NodeBudget) -> bool:
-    if not isinstance(fact, dict):
-        return False
-    entry_id, subordinal, address = fact.get("entryId"), fact.get("subordinal"), fact.get("address")
-    if not (isinstance(entry_id, str) and isinstance(subordinal, str) and isinstance(address, str)):
-        return False
-    if address != f"{entry_id}/{subordinal}":
-        return False
-    kind = fact.get("kind")
-    if kind == "user":
-        return _only_keys(fact, _FACT_KEYS["user"]) and isinstance(fact.get("text"), str)
-    if kind == "customMessage":
-        return (
-            _only_keys(fact, _FACT_KEYS["customMessage"])
-            and isinstance(fact.get("customType"), str)
-            and isinstance(fact.get("text"), str)
-            and isinstance(fact.get("display"), bool)
-            and ("details" not in fact or _details_json(fact["details"], budget))
-        )
-    if kind == "phase":
-        return _only_keys(fact, _FACT_KEYS["phase"]) and isinstance(fact.get("phase"), str)
-    if kind != "operation" or not _only_keys(fact, _FACT_KEYS["operation"]):
-        return False
-    args = fact.get("args")
-    return (
-        isinstance(fact.get("ref"), str)
-        and _optional_str(fact, "provider")
-        and _optional_str(fact, "action")
-        and isinstance(fact.get("tool"), str)
-        and isinstance(args, dict)
-        and _details_json(args, budget)
-        and _member(fact.get("outcome"), OUTCOMES)
-        and _optional_str(fact, "error")
-        and ("result" not in fact or _details_json(fact["result"], budget))
-    )
-
-
-def _valid_fact_v2(fact: object, budget: _NodeBudget) -> bool:
-    if not (isinstance(fact, dict) and fact.get("kind") == "fabricRun"):
-        return _valid_fact_v1(fact, budget)
-    entry_id, subordinal, name = fact.get("entryId"), fact.get("subordinal"), fact.get("name")
-    description = fact.get("description")
-    return (
-        isinstance(entry_id, str)
-        and isinstance(subordinal, str)
-        and fact.get("address") == f"{entry_id}/{subordinal}"
-        and subordinal.startswith("call:")
-        and len(subordinal) > len("call:")
-        and _only_keys(fact, _FACT_KEYS["fabricRun"])
-        and isinstance(name, str)
-        and js_trim(name) != ""
-        and utf8_size(name) <= _RUN_NAME_MAX_BYTES
-        and (
-            "description" not in fact
-            or (
-                isinstance(description, str)
-                and utf8_size(description) <= _RUN_DESCRIPTION_MAX_BYTES
-            )
-        )
-        and _member(fact.get("outcome"), OUTCOMES)
-    )
-
-
-def _valid_envelope(value: dict[str, Any], version: int) -> bool:
-    if not _only_keys(value, _ENVELOPE_KEYS):
-        return False
-    if value.get("kind") != BRANCH_SUMMARY_KIND or not _equals_number(
-        value.get("version"), version
-    ):
-        return False
-    source = value.get("source")
-    if not isinstance(source, dict) or not _only_keys(source, _SOURCE_KEYS):
-        return False
-    if not (
-        isinstance(source.get("firstEntryId"), str) and isinstance(source.get("lastEntryId"), str)
-    ):
-        return False
-    if not _non_negative_int(source.get("entryCount")):
-        return False
-    if source.get("oldLeafId") is not None and not isinstance(source["oldLeafId"], str):
-        return False
-    facts = value.get("facts")
-    budget = _NodeBudget()
-    valid_fact = _valid_fact_v2 if version == 2 else _valid_fact_v1
-    if not isinstance(facts, list) or len(facts) > _MAX_FACTS:
-        return False
-    if not all(valid_fact(fact, budget) for fact in facts):
-        return False
-    if not _non_negative_int(value.get("omittedFacts")):
-        return False
-    sections = value.get("sections")
-    if not isinstance(sections, list) or len(sections) > _MAX_SECTIONS:
-        return False
-    if not all(isinstance(section, str) for section in sections):
-        return False
-    request = value.get("request")
-    if not isinstance(request, dict) or not _only_keys(request, _REQUEST_KEYS):
-        return False
-    if not (isinstance(request.get("text"), str) and isinstance(request.get("truncated"), bool)):
-        return False
-    if not _non_negative_int(request.get("sourceBytes")):
-        return False
-    return json_size(value) <= BRANCH_SUMMARY_MAX_BYTES
-
-
-def read_branch_details(value: object) -> BranchDetails | None:
-    """A valid branch-summary envelope (V2 reader first, then V1), or None."""
-    if not isinstance(value, dict):
-        return None
-    for version in (2, 1):
-        if _valid_envelope(value, version):
-            return BranchDetails(version=version, facts=tuple(value["facts"]))
-    return None
-
-
-def _duplicate_fact(facts: tuple[dict[str, Any], ...]) -> dict[str, Any] | None:
-    """The first fact whose address repeats an earlier one in the same envelope."""
-    seen: set[str] = set()
-    for fact in facts:
-        if fact["address"] in seen:
-            return fact
-        seen.add(fact["address"])
-    return None
-
-
-def branch_children(
-    carrier: NormalizedEntry,
-    details: BranchDetails,
-    carrier_from_id: str | None,
-    index_tool_output: bool,
-    seen_addresses: set[str],
-) -> tuple[list[NormalizedEntry], set[str]]:
-    """Fact children of one carrier, and the coverage reasons it raises.
-
-    A repeated address inside the envelope rejects it whole (``duplicate_branch_fact_address``,
-    plus ``duplicate_operation_address`` when the repeated fact is an operation). Across
-    carriers the earliest address wins: *seen_addresses* (shared by the whole session, updated
-    here) skips facts an earlier carrier already emitted.
-    """
-    if carrier.entry_id is None:
-        return [], set()
-    duplicate = _duplicate_fact(details.facts)
-    if duplicate is not None:
-        reasons = {"duplicate_branch_fact_address"}
-        if duplicate.get("kind") == "operation":
-            reasons.add("duplicate_operation_address")
-        return [], reasons
-    children = []
-    for fact in details.facts:
-        address = fact["address"]
-        if address in seen_addresses:
-            continue
-        seen_addresses.add(address)
-        children.append(_fact_child(carrier, fact, carrier_from_id, index_tool_output))
-    return children, set()
-
-
-def _fact_child(
-    carrier: NormalizedEntry,
-    fact: dict[str, Any],
-    carrier_from_id: str | None,
-    index_tool_output: bool,
-) -> NormalizedEntry:
-    carrier_id = carrier.entry_id
-    assert carrier_id is not None
-    kind: str = fact["kind"]
-    address = clean_text(fact["address"])
-    from_id = clean_text(carrier_from_id) if carrier_from_id is not None else None
-    branch_fact: dict[str, Any] = {
-        "kind": kind,
-        "address": address,
-        "entryId": clean_text(fact["entryId"]),
-        "subordinal": clean_text(fact["subordinal"]),
-        "carrierEntryId": carrier_id,
-        "carrierParentId": carrier.parent_id,
-        "carrierFromId": from_id,
-    }
-    role: str
-    tool: str | None = None
-    text: str
-    is_error = False
-    operation_address: str | None = None
-    ref = provider = action = outcome = None
-    operation: dict[str, Any] | None = None
-    paths: tuple[str, ...] = ()
-    if kind == "user":
-        branch_fact["text"] = clean_text(fact["text"])
-        role, text = "branchUser", branch_fact["text"]
-    elif kind == "customMessage":
-        branch_fact["text"] = clean_text(fact["text"])
-        branch_fact["customType"] = clean_text(fact["customType"])
-        branch_fact["display"] = fact["display"]
-        custom_type, body = branch_fact["customType"], branch_fact["text"]
-        role = "branchCustomMessage"
-        text = f"[{custom_type}] {body}" if custom_type else body
-    elif kind == "phase":
-        branch_fact["phase"] = clean_text(fact["phase"])
-        role, text = "fabricPhase", f"Fabric phase {branch_fact['phase']}"
-    elif kind == "fabricRun":
-        branch_fact["name"] = clean_text(fact["name"])
-        if "description" in fact:
-            branch_fact["description"] = clean_text(fact["description"])
-        branch_fact["outcome"] = outcome = fact["outcome"]
-        description = branch_fact.get("description")
-        suffix = f" — {description}" if description else ""
-        role, tool, ref = "fabricRun", "fabric_exec", "fabric_exec"
-        text = f"Fabric run {branch_fact['name']}{suffix} → {outcome}"
-        is_error = outcome != "succeeded"
-        operation_address = address
-    else:  # operation (validated)
-        ref = clean_text(fact["ref"])
-        provider = clean_text(fact["provider"]) if fact.get("provider") else None
-        action = clean_text(fact["action"]) if fact.get("action") else None
-        tool = clean_text(fact["tool"])
-        args = json_value(fact["args"])
-        outcome = fact["outcome"]
-        branch_fact["ref"] = ref
-        if provider:
-            branch_fact["provider"] = provider
-        if action:
-            branch_fact["action"] = action
-        branch_fact["tool"] = tool
-        branch_fact["args"] = args
-        branch_fact["outcome"] = outcome
-        if "error" in fact:
-            branch_fact["error"] = clean_text(fact["error"])
-        if index_tool_output and "result" in fact:
-            branch_fact["result"] = json_value(fact["result"])
-        operation = {
-            "address": address,
-            "parentEntryId": branch_fact["entryId"],
-            "subordinal": branch_fact["subordinal"],
-            "tool": tool,
-            "ref": ref,
-        }
-        if provider:
-            operation["provider"] = provider
-        if action:
-            operation["action"] = action
-        operation["args"] = args
-        operation["outcome"] = outcome
-        if "error" in fact:
-            operation["error"] = branch_fact["error"]
-        _bounded_operation(operation, fact.get("result"), "result" in fact, index_tool_output)
-        role = "fabricOperation"
-        text = f"Fabric branch operation {ref}\n{json_compact(operation)}"
-        is_error = outcome != "succeeded"
-        operation_address = address
-        paths = files_touched([fact["args"]])
-    return NormalizedEntry(
-        index=carrier.index,
-        entry_id=address,
-        parent_id=carrier.parent_id,
-        type="fabric_branch_fact",
-        role=role,
-        tool=tool,
-        text=text,
-        timestamp=carrier.timestamp,
-        is_error=is_error,
-        truncated=False,
-        line=carrier.line,
-        offset=carrier.offset,
-        agent=carrier.agent,
-        parent_entry_id=carrier_id,
-        operation_address=operation_address,
-        ref=ref,
-        provider=provider,
-        action=action,
-        outcome=outcome,
-        files_touched=paths,
-        operation=operation,
-        branch_fact=branch_fact,
-        fact_address=address,
-        carrier_entry_id=carrier_id,
-        carrier_parent_id=carrier.parent_id,
-        carrier_from_id=from_id,
-        sidechain=carrier.sidechain,
-    )

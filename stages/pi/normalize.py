@@ -58,7 +58,8 @@ from stages.common import (
 )
 from stages.lineage import Lineage
 from stages.normalized import NormalizeResult
-from stages.pi.fabric import branch_children, read_branch_details, read_trace, trace_children
+from stages.pi.branch_details import branch_children, read_branch_details
+from stages.pi.fabric import read_trace, trace_children
 from stages.policy import Policy
 from stages.source import SourceRecord, SourceSession
 from store.records import NormalizedEntry

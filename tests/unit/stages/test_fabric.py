@@ -1,5 +1,6 @@
-"""Fabric execution traces and branch-summary envelopes (reference §2): validation rules,
-child records, dedup, and the exact output the reference shows in §2.4."""
+"""Fabric execution traces (``stages.pi.fabric``) and branch-summary envelopes
+(``stages.pi.branch_details``), reference §2: validation rules, child records, dedup, and the
+exact output the reference shows in §2.4."""
 
 from __future__ import annotations
 
@@ -16,15 +17,8 @@ from hypothesis import strategies as st
 from stages.common import json_size
 from stages.lineage import lineage
 from stages.normalize import normalize
-from stages.pi.fabric import (
-    BRANCH_SUMMARY_MAX_BYTES,
-    OPERATION_MAX_BYTES,
-    TRACE_MAX_BYTES,
-    branch_children,
-    read_branch_details,
-    read_trace,
-    trace_children,
-)
+from stages.pi.branch_details import BRANCH_SUMMARY_MAX_BYTES, branch_children, read_branch_details
+from stages.pi.fabric import OPERATION_MAX_BYTES, TRACE_MAX_BYTES, read_trace, trace_children
 from stages.policy import Policy
 from stages.read import read_session
 from stages.source import SourceRecord, SourceSession
@@ -866,3 +860,35 @@ def test_mutated_payloads_never_make_the_readers_or_normalizer_raise(data: st.Da
     result = normalize(session, lineage(session, "all"), Policy())
     for entry in result.entries:
         orjson.dumps(entry.to_wire())
+
+
+def test_a_summarized_abandoned_call_shares_its_address_with_the_call_itself() -> None:
+    # Given a call on an abandoned branch and a branch summary whose operation fact names it
+    fact = op_fact("a1", "call:c1", ref="pi.read", tool="read", args={"path": "a.ts"})
+    values = [
+        {"type": "message", "id": "u1", "parentId": None,
+         "message": {"role": "user", "content": "go"}},
+        {"type": "message", "id": "a1", "parentId": "u1",
+         "message": {"role": "assistant", "content": [
+             {"type": "toolCall", "id": "c1", "name": "read", "arguments": {"path": "a.ts"}}]}},
+        {"type": "branch_summary", "id": "b1", "parentId": "u1", "fromId": "a1",
+         "details": envelope(2, fact)},
+    ]  # fmt: skip
+    records = tuple(
+        SourceRecord(position=i, line=i + 2, offset=i, id=v["id"], parent_id=v["parentId"],
+                     kind=v["type"], value=v)
+        for i, v in enumerate(values)
+    )  # fmt: skip
+    session = SourceSession(agent="pi", path="/p", session_id="s", cwd="/", version=3,
+                            header=None, records=records)  # fmt: skip
+    # When normalized on the active branch, only the fact carries the address
+    active = normalize(session, lineage(session, "active"), Policy())
+    assert [(e.entry_id, e.operation_address) for e in active.entries] == [
+        ("u1", None), ("b1", None), ("a1/call:c1", "a1/call:c1")
+    ]  # fmt: skip
+    assert active.reasons == ()
+    # And with every branch, the live call and its summary are one address twice
+    everything = normalize(session, lineage(session, "all"), Policy())
+    addresses = [e.operation_address for e in everything.entries if e.operation_address]
+    assert addresses == ["a1/call:c1", "a1/call:c1"]
+    assert everything.reasons == ("duplicate_operation_address",)
