@@ -38,7 +38,7 @@ follow Fabric's conventions (``<assistantEntryId>/call:<toolCallId>``, ``<entryI
 a branch-summary fact about an abandoned call has the same address as the call itself.
 
 Fabric child entries (execution-trace operations, branch-summary facts) follow their carrier
-immediately; see ``stages.pi.fabric``.
+immediately; see ``stages.pi.fabric`` and ``stages.pi.branch_details``.
 """
 
 from __future__ import annotations
