@@ -15,8 +15,9 @@ would make the walk from the last entry drop real conversation. The raw fields s
    thread parent that names no line of the file (trimmed files, or lines Claude Code never
    persisted) is replaced by the previous main-thread conversational node in file order. The
    formats note says "treat as a root"; we bridge instead, because Claude Code itself loses the
-   earlier conversation at such a break and recall should not (the real samples lose 60–90% of
-   their active path without it). ``extra["bridged_parents"]`` counts the bridges.
+   earlier conversation at such a break and recall should not (the trimmed real sample keeps
+   none of its four entries on the active path without it; #58554 reports 90–99% of a session
+   unreachable). ``extra["bridged_parents"]`` counts the bridges.
 3. **Progress lines** (§2.8 "exclude progress from threading"): a record whose parent is a
    ``progress`` line takes that line's parent instead (repeatedly). Progress lines keep their own
    parent and ``leaf_candidate=False``, so they are side leaves: never on the active path, still in
@@ -24,10 +25,12 @@ would make the walk from the last entry drop real conversation. The raw fields s
 4. **Split assistant replies** (§2.6): the lines of one API response share ``message.id``;
    parallel tool calls hang their ``tool_result`` lines off the individual ``tool_use`` lines, so
    the last call's branch alone would reach the leaf (anthropics/claude-code #37779, #31330).
-   Like Claude Code's ``recoverOrphanedParallelToolResults``, the lines of one ``message.id`` and
-   the tool-result lines hanging off them form a cluster, chained in file order; the cluster's
-   first line keeps its parent, and any other record hanging off a cluster line hangs off the
-   cluster's last line. Membership of the active path is then all-or-nothing per reply.
+   Like Claude Code's ``recoverOrphanedParallelToolResults``, a reply's *region* — its lines,
+   the tool-result lines answering it (hanging off one of its lines, or naming one of its
+   ``tool_use`` ids), and any line on the raw way up from a member to its first line (a hook
+   line between two calls) — is chained in file order; the first line keeps its parent, and
+   every other record hanging off a region line hangs off the region's last line. The path
+   from any leaf below a reply thus holds the whole region and everything the raw path held.
    If this ever closes a parent cycle the raw graph did not have, step 4 is dropped for the file.
 
 Sidechains (§2.2, §2.9.5): an ``isSidechain`` line inside a main transcript is
@@ -141,18 +144,23 @@ def _thread(raws: Sequence[RawRecord], sidechain: Sequence[bool]) -> tuple[list[
             previous_main = uuids[i]
 
     # Step 3: thread through progress lines to their nearest non-progress ancestor.
+    # ``above`` memoizes each progress line's answer: subagent progress chains can be long.
     spliced = list(linked)
+    above: dict[str, str | None] = {}
     for i in range(n):
         if kinds[i] == _PROGRESS:
             continue
         parent = linked[i]
-        seen: set[str] = set()
-        while parent is not None and parent not in seen:
+        walked: dict[str, None] = {}
+        while parent is not None and parent not in above:
             at = last_at.get(parent)
-            if at is None or kinds[at] != _PROGRESS:
+            if at is None or kinds[at] != _PROGRESS or parent in walked:
                 break
-            seen.add(parent)
+            walked[parent] = None
             parent = linked[at]
+        if parent is not None and parent in above:
+            parent = above[parent]
+        above.update(dict.fromkeys(walked, parent))
         spliced[i] = parent
 
     clustered = _cluster(raws, uuids, kinds, sidechain, last_at, spliced)
@@ -169,58 +177,80 @@ def _cluster(
     last_at: dict[str, int],
     parents: Sequence[str | None],
 ) -> list[str | None]:
-    """Step 4: chain each reply's lines and their tool results; hang the rest off the tail."""
+    """Step 4: chain each reply's region in file order; hang the rest off its last line.
+
+    A reply's region is its lines (one ``message.id``), the tool-result lines answering its
+    calls (hanging off one of its lines, or naming one of its ``tool_use`` ids), and every line
+    on the way up from a member to the reply's first line (hook lines between two calls), so no
+    line the raw path went through is lost.
+    """
     # Only the last line of a repeated uuid is a node (lineage resolves duplicates the same way).
     node_ids = {i: u for i, u in enumerate(uuids) if u is not None and last_at[u] == i}
-    clusters: list[list[int]] = []
-    cluster_of: dict[str, int] = {}
+    regions: list[list[int]] = []
+    region_of: dict[str, int] = {}
     by_message: dict[tuple[bool, str], int] = {}
+    call_owner: dict[str, int] = {}
     for i, uuid in node_ids.items():
         message_id = _message_id(raws[i].value) if kinds[i] == "assistant" else None
         if message_id is None:
             continue
-        key = by_message.setdefault((sidechain[i], message_id), len(clusters))
-        if key == len(clusters):
-            clusters.append([])
-        clusters[key].append(i)
-        cluster_of[uuid] = key
-    if not clusters:
+        key = by_message.setdefault((sidechain[i], message_id), len(regions))
+        if key == len(regions):
+            regions.append([])
+        regions[key].append(i)
+        region_of[uuid] = key
+        for call_id in _tool_use_ids(raws[i].value):
+            call_owner.setdefault(call_id, key)
+    if not regions:
         return list(parents)
 
-    # Tool results join the reply whose line they hang off (not results hanging off results).
     joining: list[tuple[int, int]] = []
     for i, uuid in node_ids.items():
+        if uuid in region_of or kinds[i] != "user":
+            continue
         parent = parents[i]
-        host = cluster_of.get(parent) if parent is not None else None
-        if (
-            host is not None
-            and uuid not in cluster_of
-            and kinds[i] == "user"
-            and sidechain[i] == sidechain[clusters[host][0]]
-            and _is_tool_result(raws[i].value)
-        ):
+        host = region_of.get(parent) if parent is not None else None
+        if host is None:
+            host = next(
+                (call_owner[c] for c in _result_ids(raws[i].value) if c in call_owner), None
+            )
+        elif not _is_tool_result(raws[i].value):
+            host = None
+        if host is not None and sidechain[i] == sidechain[regions[host][0]]:
             joining.append((host, i))
     for host, i in joining:
-        clusters[host].append(i)
-        cluster_of[node_ids[i]] = host
+        regions[host].append(i)
+        region_of[node_ids[i]] = host
+
+    for key, members in enumerate(regions):
+        start = min(members)
+        for member in list(members):
+            node = parents[member]
+            while node is not None and node not in region_of:
+                at = last_at.get(node)
+                if at is None or at <= start or kinds[at] == _PROGRESS:
+                    break
+                members.append(at)
+                region_of[node] = key
+                node = parents[at]
 
     result = list(parents)
     tails: list[str] = []
     heads: set[int] = set()
-    members: set[int] = set()
-    for positions in clusters:
-        positions.sort()
-        heads.add(positions[0])
-        members.update(positions)
-        for before, after in zip(positions, positions[1:], strict=False):
+    inside: set[int] = set()
+    for members in regions:
+        members.sort()
+        heads.add(members[0])
+        inside.update(members)
+        for before, after in zip(members, members[1:], strict=False):
             result[after] = node_ids[before]
-        tails.append(node_ids[positions[-1]])
+        tails.append(node_ids[members[-1]])
     for i in range(len(raws)):
         parent = parents[i]
-        if parent is None or kinds[i] == _PROGRESS or (i in members and i not in heads):
+        if parent is None or kinds[i] == _PROGRESS or (i in inside and i not in heads):
             continue
-        host = cluster_of.get(parent)
-        own = cluster_of.get(node_ids[i]) if i in members else None
+        host = region_of.get(parent)
+        own = region_of.get(node_ids[i]) if i in inside else None
         if host is not None and host != own:
             result[i] = tails[host]
     return result
@@ -249,15 +279,31 @@ def _has_cycle(
     return False
 
 
-def _is_tool_result(value: dict[str, Any]) -> bool:
-    """A user line carrying tool output (§2.5): a ``tool_result`` block or ``toolUseResult``."""
-    if "toolUseResult" in value:
-        return True
+def _tool_use_ids(value: dict[str, Any]) -> list[str]:
+    return [
+        b["id"]
+        for b in _content(value)
+        if b.get("type") in ("tool_use", "server_tool_use") and isinstance(b.get("id"), str)
+    ]
+
+
+def _result_ids(value: dict[str, Any]) -> list[str]:
+    return [
+        b["tool_use_id"]
+        for b in _content(value)
+        if b.get("type") == "tool_result" and isinstance(b.get("tool_use_id"), str)
+    ]
+
+
+def _content(value: dict[str, Any]) -> list[dict[str, Any]]:
     message = value.get("message")
     content = message.get("content") if isinstance(message, dict) else None
-    return isinstance(content, list) and any(
-        isinstance(b, dict) and b.get("type") == "tool_result" for b in content
-    )
+    return [b for b in content if isinstance(b, dict)] if isinstance(content, list) else []
+
+
+def _is_tool_result(value: dict[str, Any]) -> bool:
+    """A user line carrying tool output (§2.5): a ``tool_result`` block or ``toolUseResult``."""
+    return "toolUseResult" in value or any(b.get("type") == "tool_result" for b in _content(value))
 
 
 def _message_id(value: dict[str, Any]) -> str | None:

@@ -213,6 +213,28 @@ def test_sibling_reply_lines_with_one_message_id_are_recovered_together() -> Non
     ]
 
 
+def test_lines_between_two_calls_of_one_reply_stay_on_the_path() -> None:
+    # A hook attachment between two calls; the first result hangs off the attachment and is
+    # recognised by its tool_use_id; the second call hangs off the attachment too.
+    session = read(
+        user("u1", None, "go"),
+        reply("a1", "u1", "m1", call("t1", "Read", file_path="/p/a")),
+        env("attachment", "h1", "a1", attachment={"type": "hook_success"}),
+        user("r1", "h1", [result("t1", "contents of a")]),
+        reply("a2", "h1", "m1", call("t2", "Read", file_path="/p/b")),
+        user("r2", "a2", [result("t2", "contents of b")]),
+        reply("a3", "r2", "m2", text("read both")),
+    )
+    assert active_ids(session) == ["u1", "a1", "h1", "r1", "a2", "r2", "a3"]
+    assert [e.role for e in entries(session)] == [
+        "user",
+        "assistant",
+        "toolResult",
+        "toolResult",
+        "assistant",
+    ]
+
+
 def test_progress_lines_beside_tool_results_never_abandon_the_conversation() -> None:
     session = read(
         progress("p0", None),  # a hook before the first prompt: the prompt hangs off it
