@@ -44,6 +44,9 @@ __all__ = ["TERM_INDEX_THRESHOLD", "failure", "recall", "stale_pointer"]
 # instead of binary-searching each digest's vocabulary.
 TERM_INDEX_THRESHOLD: Final = 48
 STALE_REASON: Final = "stale_session"
+HYDRATION_LIFTS: Final = frozenset(
+    {"max_entry_chars", "max_cold_vocabulary_bytes", "max_cold_cache_bytes"}
+)
 
 
 def empty_coverage() -> dict[str, Any]:
@@ -143,14 +146,19 @@ def _observe(sessions: Iterable[SessionState], freshness: Freshness) -> _Observe
     return out
 
 
-def view_reasons(state: SessionState, branches: str, display_haystack: bool) -> set[str]:
+def view_reasons(
+    state: SessionState, branches: str, *, display_haystack: bool, hydrated: bool
+) -> set[str]:
     """A session's index coverage reasons for this query.
 
     ``max_entry_chars`` only says the stored *display* text was cut; postings and vocabulary
     cover the complete text, so it matters only when display text is the haystack (phrase
-    and regex over hot shards).
+    and regex over hot shards). A hydrated session is searched from its complete entries, so
+    no record cap (display cut, vocabulary or digest size) limits it.
     """
     reasons = set(state.view(branches).reasons)
+    if hydrated:
+        return reasons - HYDRATION_LIFTS
     if not (display_haystack and state.tier == "hot"):
         reasons.discard("max_entry_chars")
     return reasons
@@ -250,6 +258,7 @@ def recall(
     hot_scope: HotScope | None = None
     cold_scope: ColdScope | None = None
     searched: list[SessionState] = []
+    hydrated = False
     if single and obs.searchable:
         state = obs.searchable[0]
         try:
@@ -280,7 +289,7 @@ def recall(
                 entry_range = (req.entry_range.first, req.entry_range.last)
             hot_scope = HotScope(HotIndex([shard]), (0,), entry_range)
             searched.append(state)
-            display_haystack = False
+            hydrated = True
     else:
         hot_states = [s for s in obs.searchable if s.tier == "hot"]
         cold_states = [s for s in obs.searchable if s.tier != "hot"]
@@ -308,7 +317,7 @@ def recall(
             cold_scope = ColdScope(tuple(colds), terms)
     incomplete = 0
     for s in searched:
-        own = view_reasons(s, req.branches, display_haystack)
+        own = view_reasons(s, req.branches, display_haystack=display_haystack, hydrated=hydrated)
         if own:
             incomplete += 1
             reasons |= own
