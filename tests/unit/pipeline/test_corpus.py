@@ -328,9 +328,8 @@ def test_claude_files_follow_the_transcript_format(corpus: tuple[Path, CorpusMan
     for s in manifest.sessions:
         if s.agent != "claude":
             continue
-        assert s.file.startswith(
-            f"claude/{s.cwd.replace('/', '-').replace('.', '-').replace('_', '-')}/"
-        )
+        slug = "".join(c if c.isascii() and c.isalnum() else "-" for c in s.cwd)
+        assert s.file.startswith(f"claude/{slug}/")
         records = [r for _, r in _records(root, s.file)]
         uuids = {r["uuid"] for r in records if "uuid" in r}
         uses: set[str] = set()
