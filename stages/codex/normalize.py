@@ -66,6 +66,7 @@ __all__ = ["INJECTED_OPENERS", "normalize_codex"]
 AGENT = "codex"
 
 _CALLS = ("function_call", "custom_tool_call", "local_shell_call", "web_search_call")
+_NAMED_BY_TYPE = {"local_shell_call": "local_shell", "web_search_call": "web_search"}
 _OUTPUTS = ("function_call_output", "custom_tool_call_output")
 _TEXT_ITEMS = ("input_text", "output_text", "text")
 
@@ -176,24 +177,28 @@ def _call(record: SourceRecord, payload: dict[str, Any]) -> NormalizedEntry:
 
 
 def _call_shape(payload: dict[str, Any]) -> tuple[str, object, str | None]:
-    """(tool name, parsed arguments, raw argument text when it is not a JSON container)."""
+    """(tool name, parsed arguments, raw argument text when it is not a JSON container).
+
+    Absent arguments summarize as ``""`` (the reference's ``JSON.stringify(undefined)``)."""
     item = payload.get("type")
-    if item == "local_shell_call":
-        return "local_shell", payload.get("action"), None
-    if item == "web_search_call":
-        return "web_search", payload.get("action"), None
-    name = payload.get("name")
-    name = clean_text(name) if isinstance(name, str) else ""
-    text = payload.get("arguments" if item == "function_call" else "input")
-    if not isinstance(text, str):
-        return name, text, None
+    if item in _NAMED_BY_TYPE:
+        name, key = _NAMED_BY_TYPE[str(item)], "action"
+    else:
+        raw_name = payload.get("name")
+        name = clean_text(raw_name) if isinstance(raw_name, str) else ""
+        key = "arguments" if item == "function_call" else "input"
+    if key not in payload:
+        return name, None, ""
+    value = payload[key]
+    if key == "action" or not isinstance(value, str):
+        return name, value, None
     try:
-        parsed = orjson.loads(text)
+        parsed = orjson.loads(value)
     except orjson.JSONDecodeError:
-        return name, None, text
+        return name, None, value
     if isinstance(parsed, dict | list):
         return name, parsed, None
-    return name, None, text
+    return name, None, value
 
 
 def _output(

@@ -276,6 +276,20 @@ def test_calls_parse_their_json_arguments_and_keep_bad_json_raw() -> None:
     assert all(e.role == "assistant" and not e.is_error and e.outcome is None for e in found)
 
 
+def test_absent_arguments_summarize_as_nothing_and_null_as_null() -> None:
+    session = read(
+        meta(),
+        item("web_search_call", status="completed"),
+        item("function_call", name="ping", call_id="c1"),
+        item("function_call", name="ping", arguments=None, call_id="c2"),
+    )
+    assert [e.text for e in entries(session)] == [
+        "Tool: web_search()",
+        "Tool: ping()",
+        "Tool: ping(null)",
+    ]
+
+
 def test_outputs_pair_by_call_id_and_exit_codes_give_outcomes() -> None:
     legacy = '{"output":"boom","metadata":{"exit_code":1,"duration_seconds":0.1}}'
     freeform = "Exit code: 0\nWall time: 1 seconds\nOutput:\nok"
