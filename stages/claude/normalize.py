@@ -12,7 +12,8 @@ Mirrors the Pi text rules (reference §1.10) over Claude Code's typed fields (fo
   the text are matched; no prose is inspected (the seed's "This session is being continued"
   prefix is deliberately not mirrored: ``isCompactSummary`` marks those lines).
 * **assistant** — the lines of one API response share ``message.id`` (§2.6) and become one entry
-  at the first selected line: ``text`` blocks, ``thinking`` only under ``index_thinking``, and
+  at the first selected line: ``text`` blocks, non-empty ``thinking`` only under ``index_thinking``
+  (2.1.x writes signature-only thinking with empty text), and
   ``Tool: <name>(<args ≤400>)`` per ``tool_use``/``server_tool_use``, joined by ``\\n``. A line
   repeated under one uuid and a ``tool_use`` id seen twice count once. ``tool`` is the first call's
   name, ``ref``/``provider``/``action`` are ``claude.<tool>``/``claude``/``<tool>``,
