@@ -1,0 +1,98 @@
+"""Explicit regex runs in a worker process that is killed at the hard timeout."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from query.regex import RegexLimits, RegexRunner
+from tests.helpers import header, user
+from tests.unit.query.kit import CWD, T0, Kit
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture
+def runner() -> Iterator[RegexRunner]:
+    r = RegexRunner(RegexLimits(timeout_ms=50))
+    yield r
+    r.close()
+
+
+def test_catastrophic_backtracking_is_killed_and_the_runner_recovers(runner: RegexRunner) -> None:
+    assert runner.run("b+", ["abba"]).matched == (0,)  # warm worker: time only the kill
+    started = time.monotonic()
+    outcome = runner.run("(a+)+$", ["a" * 80_000 + "b"])
+    elapsed = time.monotonic() - started
+    assert outcome.error is not None and outcome.error["code"] == "regex_timeout"
+    assert outcome.matched == ()
+    assert elapsed < 2.0  # timeout (50 ms) + kill; generous for a loaded CI machine
+    assert runner.run("needle", ["hay", "a needle", "NEEDLE"]).matched == (1, 2)
+
+
+def test_invalid_and_oversized_patterns(runner: RegexRunner) -> None:
+    bad = runner.run("(unclosed", ["x"])
+    assert bad.error is not None and bad.error["code"] == "invalid_regex"
+    small = RegexRunner(RegexLimits(max_pattern_bytes=4))
+    try:
+        big = small.run("abcde", ["x"])
+        assert big.error == {
+            "code": "regex_pattern_too_large",
+            "message": "Regex pattern is 5 bytes; limit is 4.",
+        }
+    finally:
+        small.close()
+    assert runner.run("x", ["x"]).matched == (0,)
+
+
+def test_recall_reports_regex_limits_as_coverage(tmp_path: Path) -> None:
+    kit = Kit(tmp_path / "k", regexTimeoutMs=50)
+    try:
+        kit.session(
+            "s",
+            [
+                header("s", CWD),
+                user("u", None, "a" * 80_000 + "b", T0),
+                user("v", "u", "code 42", T0 + 1),
+            ],
+        )
+        kit.session("t", [header("t", CWD), user("u", None, "other", T0)], mtime_s=10)
+        kit.build()
+        ok = kit.recall(query=r"code \d+", queryMode="regex", scope="session")
+        assert [h["index"] for h in ok["hits"]] == [1] and ok["coverage"]["complete"] is True
+        slow = kit.recall(query="(a+)+$", queryMode="regex", scope="session")
+        assert slow["hits"] == [] and slow["total"] == 0
+        assert slow["coverage"]["complete"] is False
+        assert slow["coverage"]["reasons"] == ["regex_timeout"]
+        assert slow["coverage"]["error"]["code"] == "regex_timeout"
+        again = kit.recall(query=r"code \d+", queryMode="regex", scope="session")
+        assert again["coverage"]["complete"] is True
+        invalid = kit.recall(query="(?<name>x)", queryMode="regex", scope="session")
+        assert invalid["coverage"]["error"]["code"] == "invalid_regex"
+        kit.configure(regexMaxHaystackTerms=1)
+        capped = kit.recall(query="other", queryMode="regex", scope="project")
+        assert "regex_max_haystack_terms" in capped["coverage"]["reasons"]
+        kit.configure(regexMaxHaystackTerms=20_000, regexMaxHaystackBytes=1024)
+        capped = kit.recall(query="other", queryMode="regex", scope="project")
+        assert "regex_max_haystack_bytes" in capped["coverage"]["reasons"]
+    finally:
+        kit.close()
+
+
+def test_cold_regex_haystack_is_the_vocabulary(tmp_path: Path) -> None:
+    kit = Kit(tmp_path / "k", hotSessions=0)
+    try:
+        kit.session("a", [header("a", CWD), user("u", None, "zebra crossing", T0)], mtime_s=20)
+        kit.session("b", [header("b", CWD), user("u", None, "zebras and zeal", T0)], mtime_s=10)
+        kit.build()
+        page = kit.recall(query="^ze", queryMode="regex", scope="project")
+        scores = {h["sessionId"]: (h["score"], h["matchedTerms"]) for h in page["hits"]}
+        assert scores == {"pi:a": (1, 1), "pi:b": (2, 2)}
+        assert all(h["kind"] == "session" for h in page["hits"])
+        # a prose phrase spans terms: the vocabulary cannot match it
+        assert kit.recall(query="zebra crossing", queryMode="regex", scope="project")["total"] == 0
+    finally:
+        kit.close()
