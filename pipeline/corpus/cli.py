@@ -28,6 +28,11 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--force", action="store_true", help="replace the corpus an earlier run left in --out"
     )
+    parser.add_argument(
+        "--no-malformed",
+        action="store_true",
+        help="leave out the cut-off lines planted in 1 of 50 sessions (complete coverage)",
+    )
     return parser
 
 
@@ -44,6 +49,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             seed=args.seed,
             agents=agents,
             force=args.force,
+            malformed_lines=not args.no_malformed,
         )
     except (ValueError, FileExistsError) as exc:
         print(f"pipeline.corpus: {exc}", file=sys.stderr)

@@ -74,6 +74,7 @@ def _plan(
     mean_kb: int,
     agents: Sequence[str],
     projects: Sequence[Project],
+    malformed_lines: bool = True,
 ) -> list[SessionPlan]:
     counts = _split(sessions, agents)
     order = [a for a in agents for _ in range(counts[a])]
@@ -92,6 +93,8 @@ def _plan(
         if n == 0 or rng.random() < 0.15:
             defects[i] = TRACE_DEFECTS[len(defects) % len(TRACE_DEFECTS)]
     malformed = _some(rng, list(range(sessions)), 1 / 50, at_least=math.ceil(sessions / 50))
+    if not malformed_lines:
+        malformed = set()  # drawn anyway, so every other choice stays what it would have been
     compaction = {i for i in range(sessions) if rng.random() < 0.25}
     subagent = _some(rng, claude, 0.2, at_least=1)
     firsts = {idx[0] for idx in of.values() if idx}
@@ -131,11 +134,14 @@ def generate(
     seed: int,
     agents: Sequence[str] = ("pi",),
     force: bool = False,
+    malformed_lines: bool = True,
 ) -> CorpusManifest:
     """Write a deterministic corpus of ``sessions`` session files into ``out``.
 
     The same arguments give byte-identical files with identical mtimes. ``out`` must be empty
     or absent; ``force`` first removes the agent roots and manifest of an earlier run.
+    ``malformed_lines=False`` leaves out the cut-off lines planted in 1 of 50 sessions, for a
+    corpus on which a negative control can come back with complete coverage.
     """
     agents = tuple(agents)
     if sessions < 1 or mean_kb < 1:
@@ -153,7 +159,7 @@ def generate(
     shared = Shared(lexicon, TermPool(random.Random(rng.getrandbits(64))))
     negative = tuple(shared.terms.new() for _ in range(_NEGATIVE_CONTROLS))
     projects = make_projects(Text(lexicon, random.Random(rng.getrandbits(64))), _PROJECTS)
-    plans = _plan(rng, sessions, mean_kb, agents, projects)
+    plans = _plan(rng, sessions, mean_kb, agents, projects, malformed_lines)
 
     written: list[tuple[str, BuiltFile]] = []
     planted: list[PlantedTerm] = []

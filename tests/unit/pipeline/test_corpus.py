@@ -510,3 +510,14 @@ def test_the_fabric_readers_agree_on_validity(corpus: tuple[Path, CorpusManifest
         envelope = read_branch_details(_line(root, b.file, b.line)["details"])
         version = None if envelope is None else f"v{envelope.version}"
         assert version == (None if b.envelope == "default" else b.envelope)
+
+
+def test_no_malformed_leaves_every_line_valid(tmp_path: Path) -> None:
+    with_bad = generate(tmp_path / "a", sessions=60, mean_kb=12, seed=3)
+    clean = generate(tmp_path / "b", sessions=60, mean_kb=12, seed=3, malformed_lines=False)
+    assert with_bad.malformed and not clean.malformed
+    for f in (tmp_path / "b").rglob("*.jsonl"):
+        for line in f.read_bytes().splitlines():
+            orjson.loads(line)
+    assert len(clean.sessions) == len(with_bad.sessions)
+    assert all(not s.malformed_lines for s in clean.sessions)
