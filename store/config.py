@@ -137,9 +137,8 @@ class Config:
         roots: dict[str, Path] = {}
         for key in sources:
             if key not in _SOURCE_KEYS:
-                raise ConfigError(
-                    f"{where}: unknown key sources.{key} (expected one of {', '.join(_SOURCE_KEYS)})"
-                )
+                expected = ", ".join(_SOURCE_KEYS)
+                raise ConfigError(f"{where}: unknown key sources.{key} (one of {expected})")
         for key in _SOURCE_KEYS:
             raw = sources.get(key, _DEFAULT_ROOTS[key])
             if not isinstance(raw, str) or not raw.strip():
