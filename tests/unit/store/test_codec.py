@@ -227,8 +227,9 @@ def test_large_entries_and_shards_are_compressed_and_round_trip() -> None:
     assert encode(decode(data)) == data
 
 
-def test_small_payloads_and_other_kinds_stay_plain() -> None:
+def test_small_payloads_stay_plain_and_big_digests_compress() -> None:
     assert len(_envelope(encode(session_entries()))) == 4
+    assert len(_envelope(encode(cold_digest()))) == 4
     huge_digest = cold_digest()
     view = huge_digest.views[0]
     vocab = b"\n".join(b"term%06d" % i for i in range(20_000))
@@ -237,7 +238,8 @@ def test_small_payloads_and_other_kinds_stay_plain() -> None:
         (type(view)(view.branches, view.lineage_fingerprint, 1, None, None, (), (), 0, vocab,
                     len(vocab), (), ()),),
     )  # fmt: skip
-    assert len(_envelope(encode(big))) == 4
+    assert len(_envelope(encode(big))) == 5
+    assert decode(encode(big)) == big
 
 
 def test_bad_compressed_payload_is_corrupt() -> None:
