@@ -532,3 +532,23 @@ def test_branch_change_makes_pointers_stale(kit: Kit) -> None:
     stale = kit.call(follow)
     assert stale["error"]["code"] == "stale_pointer"
     assert stale["entries"] == []
+
+
+def test_entries_rank_before_sessions_on_equal_score_and_mtime(kit: Kit) -> None:
+    kit.configure(hotSessions=1)
+    for name in ("a", "b"):  # same mtime: "a" is hot (path order), "b" cold
+        kit.session(
+            name,
+            [
+                header(name, CWD),
+                user("u", None, "go", T0),
+                bash("b", "u", "make", "boom", T0 + 1, exit_code=1),
+            ],
+            mtime_s=1000,
+        )
+    kit.build()
+    page = kit.recall(scope="project", tool="bash")
+    assert [(h["kind"], h["sessionId"], h.get("index")) for h in page["hits"]] == [
+        ("entry", "pi:a", 1),
+        ("session", "pi:b", None),
+    ]

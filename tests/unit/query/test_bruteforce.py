@@ -1,0 +1,324 @@
+"""The engine against a deliberately simple recall: same ranking, totals and coverage.
+
+The reference below reads the complete normalized entries the pipeline stored, tokenizes
+every entry at query time, filters, scores with the seed's formulas and sorts with the seed's
+tie-breaks. Nothing of the engine's machinery (postings, term index, address columns,
+candidate selections) is reused. Hypothesis writes a few small Pi sessions across two
+projects and both tiers, indexes them with the real pipeline, and asks random queries; the
+engine's pages, followed to the end, must equal the reference's ranked stream.
+"""
+
+from __future__ import annotations
+
+import math
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
+
+from store.reader import open_snapshot
+from store.records import NormalizedEntry, SessionEntries, SessionState
+from store.tokens import normalize_text, tokenize, unique_terms
+from tests.helpers import assistant, bash, header, tool_result, user
+from tests.unit.query.kit import T0, Kit, follow_all
+
+WORDS = ["alpha", "beta", "gamma", "Delta", "éclair", "x1", "snake_case", "naïve"]
+CWDS = ["/work/a", "/work/b"]
+
+
+# ------------------------------------------------------------------------------ the model
+
+
+def weight(e: NormalizedEntry, f: dict[str, Any]) -> float:
+    if any(k in f for k in ("tool", "ref", "provider", "action", "outcome")):
+        return 1.0
+    if e.tool is None and e.role == "assistant":
+        return 2.5
+    if e.tool is None and e.role == "user":
+        return 2.25
+    if e.tool is None and e.role in ("compactionSummary", "custom"):
+        return 1.5
+    if e.role in ("toolResult", "fabricOperation"):
+        return 0.75
+    if e.tool is not None:
+        return 0.7
+    return 1.0
+
+
+def passes(e: NormalizedEntry, f: dict[str, Any]) -> bool:
+    for key, attr in (("role", "role"), ("tool", "tool"), ("outcome", "outcome")):
+        if key in f and getattr(e, attr) != f[key]:
+            return False
+    if e.timestamp is not None:
+        if "since" in f and e.timestamp < f["since"]:
+            return False
+        if "until" in f and e.timestamp > f["until"]:
+            return False
+    return True
+
+
+def code_units(path: str) -> bytes:
+    return path.encode("utf-16-be")
+
+
+@dataclass
+class Expected:
+    ranked: list[tuple[Any, ...]]
+    reasons: set[str]
+
+
+def reference(
+    sessions: list[tuple[SessionState, list[NormalizedEntry]]], q: dict[str, Any]
+) -> Expected:
+    """The seed's recall, the slow and obvious way, over sessions already in scope order."""
+    f = {k: q[k] for k in ("role", "tool", "outcome", "since", "until") if k in q}
+    text = q.get("query")
+    mode = q.get("queryMode", "literal")
+    match = q.get("queryMatch", "any")
+    single = len(sessions) == 1
+    items: list[tuple[Any, ...]] = []
+    reasons: set[str] = set()
+
+    def key_entry(score: float, s: SessionState, e: NormalizedEntry) -> tuple[Any, ...]:
+        return (-score, -s.mtime_ns, 0, e.index, code_units(s.path), "entry", s.session_id)
+
+    hot = [(s, es) for s, es in sessions if single or s.tier == "hot"]
+    cold = [(s, es) for s, es in sessions if not single and s.tier != "hot"]
+    candidates = [(s, e) for s, es in hot for e in es if passes(e, f)]
+    if not text:
+        score = 1.0 if f else 0.0
+        items += [key_entry(score, s, e) for s, e in candidates]
+    elif mode == "phrase":
+        phrase = normalize_text(text.strip())
+        for s, e in candidates:
+            if phrase in normalize_text(e.text):
+                items.append(key_entry(weight(e, f), s, e))
+    else:
+        terms = unique_terms(text)
+        n = len(candidates)
+        if n and terms:
+            toks = [tokenize(e.text) for _, e in candidates]
+            dls = [max(1, len(t)) for t in toks]
+            avgdl = sum(dls) / n
+            scores = [0.0] * n
+            matched = [0] * n
+            for term in terms:
+                df = sum(1 for t in toks if term in t)
+                if not df:
+                    continue
+                idf = math.log((n - df + 0.5) / (df + 0.5) + 1)
+                for i, t in enumerate(toks):
+                    tf = t.count(term)
+                    if tf:
+                        part = (
+                            idf * (tf * (1.2 + 1)) / (tf + 1.2 * (1 - 0.75 + 0.75 * dls[i] / avgdl))
+                        )
+                        scores[i] += part
+                        matched[i] += 1
+            need = len(terms) if match == "all" else 1
+            for i, (s, e) in enumerate(candidates):
+                if matched[i] >= need and scores[i] > 0:
+                    items.append(key_entry(scores[i] * weight(e, f), s, e))
+    # cold digests: vocabulary and structural addresses only
+    eligible = []
+    for s, es in cold:
+        structural = sum(1 for e in es if passes(e, f)) if f else 0
+        if f and structural == 0:
+            continue
+        eligible.append((s, es, structural))
+    cold_hits: list[tuple[SessionState, float, int, int]] = []
+    if not text:
+        cold_hits = [(s, 1.0 if f else 0.0, 0, n) for s, _, n in eligible]
+    else:
+        phrase_mode = mode == "phrase"
+        terms = unique_terms(normalize_text(text.strip())) if phrase_mode else unique_terms(text)
+        need_all = phrase_mode or match == "all"
+        if phrase_mode and not terms and eligible:
+            reasons.add("cold_phrase_requires_hydration")
+        found = []
+        for s, es, n in eligible:
+            vocab = {t for e in es for t in tokenize(e.text)}
+            hit = [t for t in terms if t in vocab]
+            if hit and (not need_all or len(hit) == len(terms)):
+                found.append((s, hit, n))
+        c = len(found)
+        df = {t: sum(1 for _, h, _ in found if t in h) for t in terms}
+        for s, hit, n in found:
+            score = 0.0
+            for t in hit:
+                score += math.log((c - df[t] + 0.5) / (df[t] + 0.5) + 1)
+            cold_hits.append((s, score, len(hit), n))
+        if found:
+            if phrase_mode:
+                reasons.add("cold_phrase_requires_hydration")
+            elif match == "all" and len(terms) > 1:
+                reasons.add("cold_all_terms_requires_hydration")
+            if f:
+                reasons.add("cold_structural_filter_requires_hydration")
+    for s, score, terms_hit, structural in cold_hits:
+        items.append(
+            (
+                -score,
+                -s.mtime_ns,
+                1,
+                0,
+                code_units(s.path),
+                "session",
+                s.session_id,
+                terms_hit,
+                structural,
+            )
+        )
+    items.sort()
+    return Expected(items, reasons)
+
+
+def observed(pages: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
+    out = []
+    for p in pages:
+        for h in p["hits"]:
+            if h["kind"] == "entry":
+                out.append(("entry", h["sessionId"], h["index"], h["score"]))
+            else:
+                out.append(
+                    (
+                        "session",
+                        h["sessionId"],
+                        h["score"],
+                        h["matchedTerms"],
+                        h["matchedStructuralEntries"],
+                    )
+                )
+    return out
+
+
+def expected_rows(exp: Expected) -> list[tuple[Any, ...]]:
+    rows = []
+    for item in exp.ranked:
+        score = -item[0]
+        if item[5] == "entry":
+            rows.append(("entry", f"pi:{item[6]}", item[3], score))
+        else:
+            rows.append(("session", f"pi:{item[6]}", score, item[7], item[8]))
+    return rows
+
+
+# ------------------------------------------------------------------------------ the data
+
+texts = st.lists(st.sampled_from(WORDS), min_size=1, max_size=6).map(" ".join)
+
+
+@st.composite
+def session_records(draw: st.DrawFn, sid: str) -> tuple[str, int, list[dict[str, Any]]]:
+    cwd = draw(st.sampled_from(CWDS))
+    records: list[dict[str, Any]] = [header(sid, cwd)]
+    parent: str | None = None
+    for i in range(draw(st.integers(1, 6))):
+        eid, ts = f"{sid}-{i}", T0 + draw(st.integers(0, 5))
+        kind = draw(st.sampled_from(["user", "assistant", "call", "bash", "result"]))
+        if kind == "user":
+            records.append(user(eid, parent, draw(texts), ts))
+        elif kind == "assistant":
+            records.append(assistant(eid, parent, draw(texts), ts))
+        elif kind == "call":
+            name = draw(st.sampled_from(["bash", "read"]))
+            call = {"id": f"c{i}", "name": name, "arguments": {"command": draw(texts)}}
+            records.append(assistant(eid, parent, draw(texts | st.just("")), ts, call))
+        elif kind == "bash":
+            code = draw(st.sampled_from([0, 1]))
+            records.append(bash(eid, parent, draw(texts), draw(texts), ts, exit_code=code))
+        else:
+            records.append(tool_result(eid, parent, "read", draw(texts), ts))
+        parent = eid
+    return cwd, draw(st.sampled_from([1000, 2000])), records
+
+
+FILTERS = [
+    {},
+    {},
+    {},
+    {"role": "user"},
+    {"role": "assistant", "since": T0 + 2},
+    {"tool": "bash"},
+    {"tool": "read"},
+    {"outcome": "failed"},
+    {"tool": "bash", "outcome": "succeeded"},
+    {"since": T0 + 1, "until": T0 + 3},
+]
+
+
+@st.composite
+def queries(draw: st.DrawFn) -> dict[str, Any]:
+    q: dict[str, Any] = dict(draw(st.sampled_from(FILTERS)))
+    kind = draw(st.sampled_from(["any", "any", "all", "phrase", "browse"]))
+    if kind == "browse":
+        return q
+    words = draw(st.lists(st.sampled_from([*WORDS, "zzz", "ALPHA"]), min_size=1, max_size=3))
+    q["query"] = " ".join(words)
+    if kind == "phrase":
+        q["queryMode"] = "phrase"
+    elif kind == "all" or draw(st.booleans()):
+        q["queryMatch"] = kind
+    return q
+
+
+@settings(
+    max_examples=80,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(
+    sessions=st.integers(1, 4).flatmap(
+        lambda n: st.tuples(*[session_records(f"s{i}") for i in range(n)])
+    ),
+    hot=st.integers(0, 4),
+    query=queries(),
+    scope=st.sampled_from(["project", "global", "explicit"]),
+    page_size=st.integers(1, 4),
+)
+def test_engine_matches_the_brute_force_reference(
+    sessions: tuple[tuple[str, int, list[dict[str, Any]]], ...],
+    hot: int,
+    query: dict[str, Any],
+    scope: str,
+    page_size: int,
+) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        kit = Kit(Path(tmp) / "k", hotSessions=hot)
+        try:
+            for i, (cwd, mtime, records) in enumerate(sessions):
+                kit.session(f"s{i}", records, cwd=cwd, mtime_s=mtime)
+            kit.build()
+            snap = open_snapshot(kit.config.index_dir)
+            loaded = [
+                (s, list(snap.load(s.entries_record, SessionEntries).view("active").entries))
+                for s in snap.manifest.sessions
+            ]
+            loaded.sort(key=lambda p: (-p[0].mtime_ns, code_units(p[0].path)))
+            cwd = CWDS[0]
+            if scope == "explicit":
+                chosen = loaded[-1]
+                in_scope = [chosen]
+                args = {**query, "scope": f"session:{chosen[0].path}"}
+            elif scope == "project":
+                in_scope = [p for p in loaded if p[0].cwd == cwd]
+                args = {**query, "scope": "project"}
+            else:
+                in_scope = loaded
+                args = {**query, "scope": "global"}
+            first = kit.recall(cwd=cwd, pageSize=page_size, **args)
+            pages = follow_all(kit, first, cwd=cwd)
+            exp = reference(in_scope, query)
+            event("hits" if exp.ranked else "no hits")
+            assert observed(pages) == expected_rows(exp)
+            assert all(p["total"] == len(exp.ranked) for p in pages)
+            cov = first["coverage"]
+            assert cov["reasons"] == sorted(exp.reasons)
+            assert cov["complete"] is (not exp.reasons)
+            assert (cov["indexedSessions"], cov["eligibleSessions"]) == (len(in_scope),) * 2
+            assert (cov["staleSessions"], cov["incompleteSessions"]) == (0, 0)
+        finally:
+            kit.close()
