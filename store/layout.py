@@ -6,6 +6,8 @@
     <index>/manifests/manifest-000000000042.msgpack   one generation
     <index>/records/ab/ab12…ef.shard                  immutable, named by blake3 of its bytes
     <index>/journal/                                  source events (store.journal)
+    <index>/checkpoints/                              per-stage journal positions
+    <index>/run/                                      the running pipeline's state (pid, workers)
     <index>/lock                                      the writer lock (flock)
 
 Names are zero-padded so that sorting gives generation order; record names carry their
@@ -97,6 +99,14 @@ class IndexLayout:
         return self.root / "journal"
 
     @property
+    def checkpoints(self) -> Path:
+        return self.root / "checkpoints"
+
+    @property
+    def run(self) -> Path:
+        return self.root / "run"
+
+    @property
     def lock(self) -> Path:
         return self.root / "lock"
 
@@ -114,4 +124,11 @@ class IndexLayout:
 
     def derived(self) -> tuple[Path, ...]:
         """Everything `pipeline rebuild` deletes, CURRENT first so readers stop at once."""
-        return (self.current, self.manifests, self.records, self.journal)
+        return (
+            self.current,
+            self.manifests,
+            self.records,
+            self.journal,
+            self.checkpoints,
+            self.run,
+        )
