@@ -30,11 +30,12 @@ from stages.lineage import lineage
 from stages.normalize import normalize
 from stages.policy import Policy
 from stages.read import read_session
+from stages.source import SourceSession
 from stages.tier import HOT
-from store.records import SessionState
+from store.records import ColdDigest, HotShard, SessionState
 from store.writer import StoreWriter
 
-__all__ = ["Job", "JobResult", "index_session", "read_source"]
+__all__ = ["Built", "Job", "JobResult", "build_session", "index_session", "read_source"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,7 +101,26 @@ def index_session(job: Job) -> JobResult:
         )
 
 
+@dataclass(frozen=True, slots=True)
+class Built:
+    """A session indexed whole, plus what the stages made on the way: the always-on
+    pipeline keeps these to extend the session when its file grows."""
+
+    state: SessionState
+    session: SourceSession
+    views: tuple[ViewInput, ...]
+    record: HotShard | ColdDigest
+
+
 def _index(job: Job, data: bytes, stamp: Stamp) -> JobResult:
+    writer = StoreWriter(Path(job.index_dir))
+    built = build_session(job, data, stamp, writer)
+    return JobResult(job.path, job.agent, built.state, writer.bytes_written, len(data))
+
+
+def build_session(job: Job, data: bytes, stamp: Stamp, writer: StoreWriter) -> Built:
+    """Run every stage over *data* (the file's bytes, described by *stamp*) and store the
+    records with *writer*. Raises whatever a stage raises."""
     source_hash = blake3.blake3(data).hexdigest()
     session = read_session(data, job.path, job.agent)
     views = [
@@ -116,7 +136,6 @@ def _index(job: Job, data: bytes, stamp: Stamp) -> JobResult:
         policy=job.policy.fingerprint(),
         file_reasons=session.reasons,
     )
-    writer = StoreWriter(Path(job.index_dir))
     entries_name, entries_bytes = writer.put(build_entries(fold, views))
     record = (
         build_shard(fold, views, job.policy)
@@ -145,4 +164,4 @@ def _index(job: Job, data: bytes, stamp: Stamp) -> JobResult:
         views=summarize(fold, views, record),
         sidechain=session.sidechain,
     )
-    return JobResult(job.path, job.agent, state, writer.bytes_written, len(data))
+    return Built(state, session, tuple(views), record)
