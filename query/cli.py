@@ -4,11 +4,18 @@
     query expand SESSION [--indices 1,2] [--entry-id ID] [--range a:b] …    read entries
     query sessions [--scope S] [--limit N]                                   list sessions
     query call '<token json>'                                                run a follow/next
+    query catalog [--scope S] [--agent A]                     capability heads seen in history
+    query serve                                   the read-only query server on the index socket
+    query mcp                                        a Model Context Protocol server over stdio
+
+recall / expand / sessions / call / catalog are answered by a running ``query serve`` when one
+is listening on the index socket, and in-process otherwise (``--no-server`` forces that): the
+output is the same either way.
 
 Output is human-readable on a terminal and the seed's JSON objects otherwise (``--json`` /
 ``--text`` force either). Exit codes: 0 answered; 2 bad arguments or configuration; 3 the
 request was answered with an error (stale pointer, unknown or ambiguous session, missing
-address…); 4 nothing indexed yet; 1 the index is damaged.
+address…); 4 nothing indexed yet; 1 the index is damaged or the query server failed.
 """
 
 from __future__ import annotations
@@ -23,10 +30,13 @@ from typing import Any
 import orjson
 
 from query.args import OUTCOMES, QUERY_MATCHES, QUERY_MODES, ROLES
-from query.engine import Engine
-from query.errors import InvalidArgument
+from query.catalog import render_catalog
+from query.errors import InvalidArgument, QueryError
+from query.mcp import add_mcp_parser
 from query.render import render
+from query.server import add_serve_parser
 from query.timespec import TimeSpecError, parse_time
+from query.transport import Backend
 from store.config import ConfigError, load_config
 from store.errors import SnapshotMissing, StoreError
 from store.records import AGENTS, BRANCH_MODES
@@ -47,6 +57,11 @@ def _common(sp: argparse.ArgumentParser) -> None:
         "then $XDG_CONFIG_HOME/sessiondex/config.toml)",
     )
     sp.add_argument("--cwd", help="act as if called from this directory (default: the current one)")
+    sp.add_argument(
+        "--no-server",
+        action="store_true",
+        help="answer in-process even when `query serve` is running",
+    )
     out = sp.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true", help="print the result object as JSON")
     out.add_argument(
@@ -127,6 +142,19 @@ def _parser() -> argparse.ArgumentParser:
     )
     cl.add_argument("token", help="the call token JSON, or - to read it from stdin")
     _common(cl)
+
+    ca = sub.add_parser(
+        "catalog",
+        help="the capability heads (agent, provider, action/tool) seen in history",
+        epilog="Example: query catalog --scope global --agent pi",
+    )
+    ca.add_argument("--scope", help="project (default), session, global or session:<id-or-path>")
+    ca.add_argument("--agent", choices=AGENTS)
+    ca.add_argument("--branches", choices=BRANCH_MODES)
+    _common(ca)
+
+    add_serve_parser(sub)
+    add_mcp_parser(sub)
     return p
 
 
@@ -211,10 +239,14 @@ def _dump(result: dict[str, Any]) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     ns = _parser().parse_args(argv)
+    if ns.command in ("serve", "mcp"):
+        run: Any = ns.run
+        code: int = run(ns)
+        return code
     try:
         config = load_config(ns.config)
         cwd = os.path.abspath(ns.cwd) if ns.cwd else os.getcwd()
-        with Engine(config) as engine:
+        with Backend(config, server="off" if ns.no_server else "auto") as engine:
             if ns.command == "recall":
                 action, result = "memory.recall", engine.recall(_recall_args(ns), cwd=cwd)
             elif ns.command == "expand":
@@ -226,6 +258,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                 _put(args, "agent", ns.agent)
                 _put(args, "branches", ns.branches)
                 action, result = "memory.sessions", engine.sessions(args, cwd=cwd)
+            elif ns.command == "catalog":
+                args = {}
+                _put(args, "scope", ns.scope)
+                _put(args, "agent", ns.agent)
+                _put(args, "branches", ns.branches)
+                action, result = "memory.catalog", engine.catalog(args, cwd=cwd)
             else:
                 token = _token(ns.token)
                 action = str(token.get("ref"))
@@ -236,9 +274,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SnapshotMissing as exc:
         sys.stderr.write(f"query: {exc}\n")
         return EXIT_NO_INDEX
-    except StoreError as exc:
+    except (StoreError, QueryError) as exc:
         sys.stderr.write(f"query: {exc}\n")
         return EXIT_DAMAGED
     as_text = ns.text_output or (not ns.json and sys.stdout.isatty())
-    sys.stdout.write((render(action, result) if as_text else _dump(result)) + "\n")
+    if not as_text:
+        text = _dump(result)
+    elif action == "memory.catalog":
+        text = render_catalog(result)
+    else:
+        text = render(action, result)
+    sys.stdout.write(text + "\n")
     return EXIT_REQUEST if "error" in result else EXIT_OK

@@ -1,0 +1,495 @@
+"""`query mcp`: the index as Model Context Protocol tools, over stdio.
+
+::
+
+    MCP client (Claude Code, Codex, …) ──stdio──► this process ──► Backend
+                                                               ├─► `query serve` socket
+                                                               └─► in-process, read-only
+
+Four tools, built on the official ``mcp`` SDK's low-level server so each input schema is
+exactly the seed's arguments (``additionalProperties: false``)::
+
+    memory_recall    memory.recall     ranked, bounded search; browse by exact filters
+    memory_expand    memory.expand     lossless reading of exact entries, in chunks
+    memory_sessions  memory.sessions   the sessions a scope selects
+    memory_catalog   memory.catalog    capability heads seen in history
+
+A result is the seed's object, as ``structuredContent`` and as its JSON text. A call token
+``{ref, args}`` from a result (a hit's ``follow``, a page's ``next``) is followed by calling the
+tool it names (``memory.expand`` → ``memory_expand``) with ``args`` as the arguments; the whole
+token is accepted too. A request the tool cannot take (an unknown argument, a value out of
+range) comes back with ``isError`` and ``{"error": {"code": "invalid_argument", …}}``; an
+answered failure (``stale_pointer``, an ambiguous session, …) is a normal result whose
+``error`` names it, exactly as the CLI prints it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Final
+
+from query.args import (
+    EXPAND_MAX_CHARS,
+    EXPAND_MAX_CONTEXT,
+    EXPAND_MAX_ENTRIES,
+    OUTCOMES,
+    PAGE_SIZE_MAX,
+    QUERY_MATCHES,
+    QUERY_MODES,
+    RESPONSE_MAX_CHARS,
+    ROLES,
+    SESSIONS_MAX,
+)
+from query.errors import InvalidArgument, QueryError
+from query.u16 import json_length
+from store.errors import SnapshotMissing, StoreError
+from store.records import AGENTS, BRANCH_MODES
+
+if TYPE_CHECKING:
+    from mcp.server.lowlevel import Server
+
+    from query.transport import Backend
+
+__all__ = ["TOOLS", "Tool", "add_mcp_parser", "build_server", "call_tool", "run_mcp"]
+
+SERVER_NAME: Final = "sessiondex"
+
+# ----------------------------------------------------------------------------- schemas
+
+_CWD = {
+    "type": "string",
+    "description": "Absolute directory that `session` and `project` scopes (and relative "
+    "session paths) resolve from. Default: the working directory of this MCP server.",
+}
+_BRANCHES = {
+    "type": "string",
+    "enum": list(BRANCH_MODES),
+    "description": "`active` (default): only each session's active branch. `all`: every "
+    "branch, including abandoned ones.",
+}
+_AGENT = {
+    "type": "string",
+    "enum": list(AGENTS),
+    "description": "Only sessions written by this agent.",
+}
+_SCOPE = {
+    "type": "string",
+    "description": "`session` (default): the newest session of the working directory; "
+    "`project`: every session of the working directory; `global`: every indexed session; "
+    "`session:<id-or-path>`: exactly one session.",
+}
+_HASH = {
+    "type": "string",
+    "description": "Integrity binding issued inside a follow/next token; copy it unchanged.",
+}
+_RANGE = {
+    "type": "object",
+    "properties": {"first": {"type": "integer"}, "last": {"type": "integer"}},
+    "required": ["first", "last"],
+    "additionalProperties": False,
+    "description": "Inclusive range of entry indices.",
+}
+_EPOCH = {"type": "integer", "description": "Epoch milliseconds."}
+
+RECALL_SCHEMA: Final[dict[str, Any]] = {
+    "type": "object",
+    "properties": {
+        "query": {
+            "type": "string",
+            "maxLength": 4096,
+            "description": "What to find. Literal mode matches whole words (any term by "
+            "default). Omit it to browse by the structural filters alone.",
+        },
+        "queryMode": {
+            "type": "string",
+            "enum": list(QUERY_MODES),
+            "description": "`literal` (default) word tokens; `phrase` contiguous text; "
+            "`regex` an explicit regular expression (bounded, may time out).",
+        },
+        "queryMatch": {
+            "type": "string",
+            "enum": list(QUERY_MATCHES),
+            "description": "Literal mode only: `any` (default) term, or `all` terms in one entry.",
+        },
+        "scope": _SCOPE,
+        "branches": _BRANCHES,
+        "role": {"type": "string", "enum": list(ROLES), "description": "Exact entry role."},
+        "tool": {"type": "string", "description": "Exact tool name, e.g. `bash` or `Bash`."},
+        "ref": {
+            "type": "string",
+            "description": "Exact capability ref, e.g. `pi.bash` (see memory_catalog).",
+        },
+        "provider": {"type": "string", "description": "Exact provider, e.g. `pi`."},
+        "action": {"type": "string", "description": "Exact action, e.g. `grep`."},
+        "outcome": {
+            "type": "string",
+            "enum": list(OUTCOMES),
+            "description": "Exact execution outcome of tool results and operations.",
+        },
+        "agent": _AGENT,
+        "since": {**_EPOCH, "description": "Entries at or after this time (epoch ms)."},
+        "until": {**_EPOCH, "description": "Entries at or before this time (epoch ms)."},
+        "pageSize": {
+            "type": "integer",
+            "minimum": 1,
+            "maximum": PAGE_SIZE_MAX,
+            "description": "Hits per page (default 10); the response stays under 30,000 chars.",
+        },
+        "snippetChars": {
+            "type": "integer",
+            "minimum": 80,
+            "maximum": 2000,
+            "description": "Snippet length per hit (default 480).",
+        },
+        "offset": {"type": "integer", "minimum": 0, "description": "Set by `next` tokens."},
+        "entryRange": {**_RANGE, "description": "With scope session:<…> only: entry indices."},
+        "expectedSourceHash": _HASH,
+        "expectedLineageFingerprint": _HASH,
+        "cwd": _CWD,
+    },
+    "additionalProperties": False,
+}
+
+EXPAND_SCHEMA: Final[dict[str, Any]] = {
+    "type": "object",
+    "properties": {
+        "session": {
+            "type": "string",
+            "description": "Session file path or session id (from a hit's follow.args).",
+        },
+        "indices": {
+            "type": "array",
+            "items": {"type": "integer", "minimum": 0},
+            "description": "Entry indices to read.",
+        },
+        "entryIds": {
+            "type": "array",
+            "items": {"type": "string"},
+            "description": "Stable entry ids to read.",
+        },
+        "operationAddresses": {
+            "type": "array",
+            "items": {"type": "string"},
+            "description": "Operation addresses (e.g. `entry-id/3`) to read.",
+        },
+        "entryRange": _RANGE,
+        "before": {
+            "type": "integer",
+            "minimum": 0,
+            "maximum": EXPAND_MAX_CONTEXT,
+            "description": "Entries before the one selected anchor.",
+        },
+        "after": {
+            "type": "integer",
+            "minimum": 0,
+            "maximum": EXPAND_MAX_CONTEXT,
+            "description": "Entries after the one selected anchor.",
+        },
+        "maxChars": {
+            "type": "integer",
+            "minimum": 256,
+            "maximum": EXPAND_MAX_CHARS,
+            "description": "Text budget of this call (default 20,000); longer text continues "
+            "through `next`.",
+        },
+        "maxEntries": {
+            "type": "integer",
+            "minimum": 1,
+            "maximum": EXPAND_MAX_ENTRIES,
+            "description": "Entries per call (default 10).",
+        },
+        "entryOffset": {"type": "integer", "minimum": 0, "description": "Set by `next` tokens."},
+        "textOffset": {"type": "integer", "minimum": 0, "description": "Set by `next` tokens."},
+        "branches": _BRANCHES,
+        "expectedSourceHash": _HASH,
+        "expectedLineageFingerprint": _HASH,
+        "cwd": _CWD,
+    },
+    "required": ["session"],
+    "additionalProperties": False,
+}
+
+SESSIONS_SCHEMA: Final[dict[str, Any]] = {
+    "type": "object",
+    "properties": {
+        "scope": _SCOPE,
+        "limit": {
+            "type": "integer",
+            "minimum": 1,
+            "maximum": SESSIONS_MAX,
+            "description": "At most this many rows.",
+        },
+        "agent": _AGENT,
+        "branches": _BRANCHES,
+        "cwd": _CWD,
+    },
+    "additionalProperties": False,
+}
+
+CATALOG_SCHEMA: Final[dict[str, Any]] = {
+    "type": "object",
+    "properties": {
+        "scope": {
+            "type": "string",
+            "description": "`project` (default): every session of the working directory; "
+            "`session`: its newest session; `global`: every indexed session; "
+            "`session:<id-or-path>`: exactly one session.",
+        },
+        "agent": _AGENT,
+        "branches": _BRANCHES,
+        "cwd": _CWD,
+    },
+    "additionalProperties": False,
+}
+
+_FOLLOW = (
+    "Every call token in a result ({ref, args}: a hit's `follow`, a page's `next`) is followed "
+    "by calling the tool it names (memory.recall → memory_recall, memory.expand → "
+    "memory_expand) with its `args` unchanged."
+)
+
+
+class Tool:
+    """One MCP tool: its action, schema and description."""
+
+    __slots__ = ("action", "description", "name", "op", "schema", "title")
+
+    def __init__(
+        self, name: str, action: str, op: str, title: str, schema: dict[str, Any], text: str
+    ) -> None:
+        self.name, self.action, self.op, self.title = name, action, op, title
+        self.schema = schema
+        self.description = text
+
+
+TOOLS: Final = {
+    t.name: t
+    for t in (
+        Tool(
+            "memory_recall",
+            "memory.recall",
+            "recall",
+            "Search past agent sessions",
+            RECALL_SCHEMA,
+            "Search the local index of past coding-agent sessions (Pi, Claude Code, Codex): "
+            "ranked, bounded evidence as {total, hits, next, coverage}. An entry hit shows a "
+            "snippet; its `follow` (memory.expand) reads the exact entry. A cold session hit's "
+            "`follow` (memory.recall) finds the exact entries in that session. " + _FOLLOW + " "
+            "Empty `hits` prove absence only when coverage.complete is true. Use scope "
+            "`project` or `global` to look beyond the newest session; omit `query` and pass "
+            "exact `ref`/`tool`/`outcome` filters (names from memory_catalog) to list "
+            "operations, e.g. failed bash calls.",
+        ),
+        Tool(
+            "memory_expand",
+            "memory.expand",
+            "expand",
+            "Read exact session entries",
+            EXPAND_SCHEMA,
+            "Read exact entries of one session, complete and untruncated: pass a recall hit's "
+            "follow.args, or a session with indices / entryIds / operationAddresses / "
+            "entryRange, optionally with before/after context around one anchor. Text longer "
+            "than maxChars comes in chunks with textRange {start, end, total, complete}; "
+            "while `next` is not null call memory_expand with next.args to continue. An "
+            "append to the session since the token was issued answers `stale_pointer`: "
+            "search again.",
+        ),
+        Tool(
+            "memory_sessions",
+            "memory.sessions",
+            "sessions",
+            "List indexed sessions",
+            SESSIONS_SCHEMA,
+            "List the sessions a scope selects, newest first: id, file, cwd, mtime, entry "
+            "count and tier. Use a row's `file` as memory_expand's `session` or in scope "
+            "`session:<file>` for memory_recall.",
+        ),
+        Tool(
+            "memory_catalog",
+            "memory.catalog",
+            "catalog",
+            "Capability heads seen in history",
+            CATALOG_SCHEMA,
+            "The capabilities the indexed sessions actually used, as a tree agent → provider "
+            "→ action/tool, each head with its exact `tool` and `ref`, entry count, failures, "
+            "outcomes, sessions and lastSeen (epoch ms), derived from typed session fields "
+            "only. Pick an exact ref/tool (and outcome) here, then call memory_recall with "
+            "it; each head's `follow` is that call. Scope defaults to `project`.",
+        ),
+    )
+}
+
+
+# ------------------------------------------------------------------------------- calls
+
+
+def _problem(code: str, message: str) -> dict[str, Any]:
+    return {"error": {"code": code, "message": message}}
+
+
+def _unwrap(tool: Tool, arguments: Mapping[str, Any]) -> Mapping[str, Any]:
+    """Accept a whole call token as the arguments of the tool it names."""
+    if set(arguments) == {"ref", "args"} and isinstance(arguments.get("args"), Mapping):
+        if arguments["ref"] != tool.action:
+            raise InvalidArgument(
+                f"this call token is for {arguments['ref']!r}; call "
+                f"{str(arguments['ref']).replace('.', '_')} with its args instead"
+            )
+        inner: Mapping[str, Any] = arguments["args"]
+        return inner
+    return arguments
+
+
+def _fit_sessions(result: dict[str, Any]) -> dict[str, Any]:
+    """Keep a long session listing inside the envelope, saying how many rows were left out."""
+    rows = result.get("sessions")
+    if not isinstance(rows, list) or json_length(result) <= RESPONSE_MAX_CHARS:
+        return result
+    total = len(rows)
+    kept = list(rows)
+    while kept and json_length({**result, "sessions": kept, "omittedSessions": 1}) > (
+        RESPONSE_MAX_CHARS
+    ):
+        kept = kept[: max(0, len(kept) - max(1, len(kept) // 8))]
+    return {**result, "sessions": kept, "omittedSessions": total - len(kept)}
+
+
+def call_tool(
+    backend: Backend, name: str, arguments: Mapping[str, Any] | None, *, cwd: str
+) -> tuple[dict[str, Any], bool]:
+    """``(result object, is_error)`` for one tool call; never raises for bad input."""
+    tool = TOOLS.get(name)
+    if tool is None:
+        return _problem("unknown_tool", f"no tool {name!r}; tools: {', '.join(TOOLS)}"), True
+    try:
+        args = _unwrap(tool, arguments or {})
+        runner = getattr(backend, tool.op)
+        result: dict[str, Any] = runner(args, cwd=cwd)
+    except InvalidArgument as exc:
+        return _problem("invalid_argument", str(exc)), True
+    except SnapshotMissing as exc:
+        return _problem("no_index", str(exc)), True
+    except StoreError as exc:
+        return _problem("index_damaged", str(exc)), True
+    except QueryError as exc:
+        return _problem(str(getattr(exc, "code", "query_error")), str(exc)), True
+    if tool.op == "sessions":
+        result = _fit_sessions(result)
+    return result, False
+
+
+def build_server(backend: Backend, *, cwd: str | None = None) -> Server[Any]:
+    """The MCP server object answering through *backend* (run it over any transport)."""
+    import anyio.to_thread
+    import mcp_types as types
+    from mcp.server.lowlevel import Server
+
+    from query.transport import encode
+
+    where = cwd or os.getcwd()
+    listed = [
+        types.Tool(
+            name=t.name,
+            title=t.title,
+            description=t.description,
+            input_schema=t.schema,
+            annotations=types.ToolAnnotations(
+                title=t.title,
+                read_only_hint=True,
+                destructive_hint=False,
+                idempotent_hint=True,
+                open_world_hint=False,
+            ),
+        )
+        for t in TOOLS.values()
+    ]
+
+    async def on_list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=listed)
+
+    async def on_call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        arguments = params.arguments
+
+        def work() -> tuple[dict[str, Any], bool]:
+            return call_tool(backend, params.name, arguments, cwd=where)
+
+        result, failed = await anyio.to_thread.run_sync(work)
+        return types.CallToolResult(
+            content=[types.TextContent(type="text", text=encode(result).decode("utf-8"))],
+            structured_content=result,
+            is_error=failed,
+        )
+
+    return Server(
+        SERVER_NAME,
+        version=_version(),
+        instructions="Memory of past coding-agent sessions. Start with memory_recall "
+        "(scope `project` for this directory), read hits with memory_expand via their "
+        "`follow` tokens, and use memory_catalog to find exact tool/ref names. " + _FOLLOW,
+        on_list_tools=on_list_tools,
+        on_call_tool=on_call_tool,
+    )
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("sessiondex")
+    except PackageNotFoundError:
+        return "0"
+
+
+async def serve_stdio(backend: Backend, cwd: str | None = None) -> None:
+    from mcp.server.stdio import stdio_server
+
+    server = build_server(backend, cwd=cwd)
+    async with stdio_server() as (read_stream, write_stream):
+        await server.run(read_stream, write_stream, server.create_initialization_options())
+
+
+# -------------------------------------------------------------------------------- CLI
+
+
+def add_mcp_parser(sub: Any) -> None:
+    """``query mcp``: registered on the ``query`` command's subparsers."""
+    sp = sub.add_parser(
+        "mcp",
+        help="serve the index to MCP clients (Claude Code, Codex) over stdio",
+        description="A Model Context Protocol server on stdin/stdout with the tools "
+        "memory_recall, memory_expand, memory_sessions and memory_catalog. Read-only; answers "
+        "through `query serve` when it runs, in-process otherwise.",
+        epilog="Example: claude mcp add sessiondex -- query mcp",
+    )
+    sp.add_argument("--config", help="configuration TOML (default: as every command)")
+    sp.add_argument(
+        "--cwd",
+        help="directory for `session` / `project` scopes (default: where the client started "
+        "this server)",
+    )
+    sp.add_argument(
+        "--no-server", action="store_true", help="answer in-process even when `query serve` runs"
+    )
+    sp.set_defaults(run=run_mcp)
+
+
+def run_mcp(ns: Any) -> int:
+    import sys
+
+    import anyio
+
+    from query.transport import Backend
+    from store.config import ConfigError, load_config
+
+    try:
+        config = load_config(ns.config)
+    except ConfigError as exc:
+        sys.stderr.write(f"query: {exc}\n")
+        return 2
+    cwd = os.path.abspath(ns.cwd) if ns.cwd else os.getcwd()
+    backend = Backend(config, server="off" if ns.no_server else "auto")
+    with backend, contextlib.suppress(KeyboardInterrupt):
+        anyio.run(serve_stdio, backend, cwd)
+    return 0
