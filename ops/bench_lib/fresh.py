@@ -1,0 +1,108 @@
+"""Append-to-searchable latency: append user messages at a steady rate, poll until found.
+
+One process appends and polls, so both ends use one clock. Each appended message carries a
+fresh unique term; its latency is the time from the append's ``fsync`` to the first answer
+that contains a hit. The poll cost (one query per pending term) is part of the latency, as it
+is for a user; ``poll_ms`` reports it.
+
+    python -m bench_lib.fresh --config FILE --sessions JSON --rate R --count N
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from bench_lib.corpus import append_entry, canary_term
+from bench_lib.procs import percentiles
+
+Searcher = Callable[[str], bool]
+
+
+def measure(
+    search: Searcher,
+    sessions: list[tuple[str, str]],
+    *,
+    rate: float,
+    count: int,
+    timeout: float = 30.0,
+    seed: int = 1,
+) -> dict[str, Any]:
+    rng = random.Random(seed)
+    interval = 1.0 / rate
+    pending: dict[str, float] = {}
+    latencies: list[float] = []
+    poll: list[float] = []
+    missed = 0
+    appended = 0
+    next_at = time.perf_counter()
+    started = next_at
+    while appended < count or pending:
+        now = time.perf_counter()
+        if appended < count and now >= next_at:
+            path, agent = sessions[appended % len(sessions)]
+            term = canary_term(rng)
+            append_entry(Path(path), agent, "user", f"fresh note {term} appended by the bench")
+            pending[term] = time.perf_counter()
+            appended += 1
+            next_at += interval
+        for term, t0 in list(pending.items()):
+            q0 = time.perf_counter()
+            found = search(term)
+            q1 = time.perf_counter()
+            poll.append((q1 - q0) * 1000)
+            if found:
+                latencies.append((q1 - t0) * 1000)
+                del pending[term]
+            elif q1 - t0 > timeout:
+                missed += 1
+                del pending[term]
+        if not pending:
+            time.sleep(max(0.0, min(0.005, next_at - time.perf_counter())))
+    return {
+        "appends": appended,
+        "sessions": len(sessions),
+        "rate_per_s": rate,
+        "seconds": time.perf_counter() - started,
+        "missed": missed,
+        "timeout_s": timeout,
+        "latency_ms": percentiles(latencies),
+        "poll_ms": percentiles(poll),
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--config", required=True)
+    parser.add_argument("--sessions", required=True, help="JSON list of [path, agent]")
+    parser.add_argument("--rate", type=float, default=5.0)
+    parser.add_argument("--count", type=int, default=100)
+    parser.add_argument("--timeout", type=float, default=30.0)
+    ns = parser.parse_args()
+    from query.engine import Engine
+    from store.config import load_config
+    from store.errors import SnapshotMissing
+
+    engine = Engine(load_config(ns.config))
+
+    def search(term: str) -> bool:
+        try:
+            result = engine.recall({"query": term, "scope": "global"}, cwd="/")
+        except SnapshotMissing:
+            return False
+        return bool(result.get("hits"))
+
+    sessions = [(str(p), str(a)) for p, a in json.loads(Path(ns.sessions).read_text())]
+    report = measure(search, sessions, rate=ns.rate, count=ns.count, timeout=ns.timeout)
+    sys.stdout.write(json.dumps(report) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

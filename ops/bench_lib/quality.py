@@ -1,0 +1,153 @@
+"""The quality checks that fail ``--check``, each against truth the bench knows independently.
+
+* ``planted_hit1``: every planted term (``corpus.json``) comes back with its own session
+  (and, for an entry hit, its own entry) at rank 1.
+* ``off_branch_hidden``: a term planted only on an abandoned branch has no hit by default.
+* ``negative_zero``: a negative control has zero hits and complete coverage.
+* ``structural_truth``: failed tool results, per session, equal the generator's list of the
+  tool errors it wrote plus those the bench counts itself in Claude subagent transcripts
+  (which the manifest does not list); ``branches: all`` so no lineage rule is involved.
+* ``no_leaks``: no canary (injected context, thinking, extension state) is found.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from bench_lib.corpus import Canary
+
+__all__ = ["run_quality"]
+
+Ask = Callable[[dict[str, Any]], dict[str, Any]]
+
+
+def _entry_key(p: dict[str, Any]) -> str:
+    return f"L{p['line']}" if p["agent"] == "codex" else str(p["entry_id"])
+
+
+def _expected_session(p: dict[str, Any]) -> str:
+    file = str(p["file"])
+    if "/subagents/" in file:
+        return f"claude:{p['session_id']}/{Path(file).stem}"
+    return f"{p['agent']}:{p['session_id']}"
+
+
+def _planted(ask: Ask, manifest: dict[str, Any]) -> dict[str, Any]:
+    misses = []
+    for p in manifest["planted"]:
+        r = ask({"op": "recall", "args": {"query": p["term"], "scope": "global"}})
+        top = r["hits"][0] if r["hits"] else None
+        ok = top is not None and top["sessionId"] == _expected_session(p)
+        if ok and top is not None and top["kind"] == "entry":
+            # The entry holding the term: its id, or (where a normalized entry merges several
+            # lines, as Claude's split replies do) its snippet shows the unique term.
+            ok = top["entryId"] == _entry_key(p) or p["term"] in top["snippet"].lower()
+        if not ok:
+            misses.append({"term": p["term"], "file": p["file"], "top": top, "total": r["total"]})
+    n = len(manifest["planted"])
+    return {
+        "ok": not misses and n > 0,
+        "value": (n - len(misses)) / n if n else 0.0,
+        "n": n,
+        "misses": misses[:10],
+    }
+
+
+def _off_branch(ask: Ask, manifest: dict[str, Any]) -> dict[str, Any]:
+    leaks = []
+    for p in manifest["off_branch"]:
+        r = ask({"op": "recall", "args": {"query": p["term"], "scope": "global"}})
+        if r["total"]:
+            leaks.append({"term": p["term"], "file": p["file"], "top": r["hits"][:1]})
+    return {"ok": not leaks, "n": len(manifest["off_branch"]), "leaks": leaks[:10]}
+
+
+def _negative(ask: Ask, manifest: dict[str, Any]) -> dict[str, Any]:
+    bad = []
+    for term in manifest["negative_controls"]:
+        r = ask({"op": "recall", "args": {"query": term, "scope": "global"}})
+        if r["total"] or not r["complete"]:
+            bad.append({"term": term, "total": r["total"], "reasons": r["reasons"]})
+    return {"ok": not bad, "n": len(manifest["negative_controls"]), "bad": bad}
+
+
+def _subagent_errors(corpus: Path, manifest: dict[str, Any]) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for s in manifest["sessions"]:
+        if not s.get("parent_file"):
+            continue
+        key = f"claude:{s['id']}/{Path(s['file']).stem}"
+        for raw in (corpus / s["file"]).read_bytes().splitlines():
+            try:
+                line = json.loads(raw)
+            except ValueError:
+                continue
+            content = (line.get("message") or {}).get("content")
+            if line.get("type") != "user" or not isinstance(content, list):
+                continue
+            for block in content:
+                if (
+                    isinstance(block, dict)
+                    and block.get("type") == "tool_result"
+                    and block.get("is_error") is True
+                ):
+                    counts[key] = counts.get(key, 0) + 1
+    return counts
+
+
+def _structural(ask: Ask, corpus: Path, manifest: dict[str, Any]) -> dict[str, Any]:
+    truth: dict[str, int] = {}
+    for e in manifest["tool_errors"]:
+        key = f"{e['agent']}:{e['session_id']}"
+        truth[key] = truth.get(key, 0) + 1
+    for key, n in _subagent_errors(corpus, manifest).items():
+        truth[key] = truth.get(key, 0) + n
+    args = {
+        "scope": "global",
+        "branches": "all",
+        "role": "toolResult",
+        "outcome": "failed",
+        "pageSize": 50,
+    }
+    got = ask({"op": "recall_all", "args": args})
+    counts: dict[str, int] = got["counts"]
+    diff = {
+        k: {"truth": truth.get(k, 0), "index": counts.get(k, 0)}
+        for k in set(truth) | set(counts)
+        if truth.get(k, 0) != counts.get(k, 0)
+    }
+    retained = got["kinds"]["entry"] + got["kinds"]["session"]
+    return {
+        "ok": not diff and got["total"] == retained,
+        "truth_entries": sum(truth.values()),
+        "index_entries": sum(counts.values()),
+        "total": got["total"],
+        "pages": got["pages"],
+        "hot_entries": got["kinds"]["entry"],
+        "cold_sessions": got["kinds"]["session"],
+        "diff": dict(list(diff.items())[:10]),
+    }
+
+
+def _canaries(ask: Ask, canaries: list[Canary]) -> dict[str, Any]:
+    leaks = []
+    for c in canaries:
+        r = ask({"op": "recall", "args": {"query": c.term, "scope": "global", "branches": "all"}})
+        if r["total"]:
+            leaks.append({"term": c.term, "agent": c.agent, "where": c.where})
+    return {"ok": not leaks and bool(canaries), "n": len(canaries), "leaks": leaks}
+
+
+def run_quality(
+    ask: Ask, corpus: Path, manifest: dict[str, Any], canaries: list[Canary]
+) -> dict[str, dict[str, Any]]:
+    return {
+        "planted_hit1": _planted(ask, manifest),
+        "off_branch_hidden": _off_branch(ask, manifest),
+        "negative_zero": _negative(ask, manifest),
+        "structural_truth": _structural(ask, corpus, manifest),
+        "no_leaks": _canaries(ask, canaries),
+    }
