@@ -16,6 +16,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import statistics
 import subprocess
 import sys
@@ -27,7 +28,7 @@ from typing import Any
 
 from bench_lib.corpus import SIZES, ensure_corpus, plant_canaries, write_config
 from bench_lib.groups import Query, build_groups
-from bench_lib.procs import percentiles, run_measured
+from bench_lib.procs import percentiles, rss_kb, run_measured, tree_rss_kb
 from bench_lib.quality import run_quality
 from bench_lib.report import evaluate, render
 from bench_lib.workers import Worker
@@ -174,16 +175,62 @@ def _rg(queries: list[Query], roots: list[str], reps: int) -> dict[str, Any]:
     return {g: percentiles(v) for g, v in per.items()}
 
 
-def _cli(cfg: Path, terms: list[str]) -> dict[str, Any]:
+def _cli(cfg: Path, terms: list[str], *extra: str) -> dict[str, Any]:
     times = []
     for term in terms:
-        argv = [_bin("query"), "recall", term, "--scope", "global", "--json"]
+        argv = [_bin("query"), "recall", term, "--scope", "global", "--json", *extra]
         t0 = time.perf_counter()
         proc = subprocess.run([*argv, "--config", str(cfg)], capture_output=True, cwd="/")
         times.append((time.perf_counter() - t0) * 1000)
         if proc.returncode != 0:
             return {"error": proc.stderr.decode()[-300:]}
     return {"median_ms": statistics.median(times), "runs": len(times)}
+
+
+class _Serve:
+    """``query serve`` for the run; ``start`` returns None (with a note) where it is missing."""
+
+    def __init__(self, proc: subprocess.Popen[bytes]) -> None:
+        self.proc = proc
+
+    @classmethod
+    def start(cls, cfg: Path, index: Path, notes: list[str]) -> _Serve | None:
+        probe = subprocess.run([_bin("query"), "serve", "--help"], capture_output=True)
+        if probe.returncode != 0:
+            notes.append("query serve is not available: warm latency measured in-process")
+            return None
+        argv = [_bin("query"), "serve", "--config", str(cfg), "--quiet"]
+        proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        sock = index / "serve" / "query.sock"
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if proc.poll() is not None:
+                err = proc.stderr.read().decode() if proc.stderr else ""
+                notes.append(f"query serve exited ({proc.returncode}): {err.strip()[:200]}")
+                return None
+            if sock.exists():
+                with socket.socket(socket.AF_UNIX) as probe_sock:
+                    try:
+                        probe_sock.connect(str(sock))
+                        return cls(proc)
+                    except OSError:
+                        pass
+            time.sleep(0.02)
+        proc.kill()
+        proc.wait()
+        notes.append("query serve did not listen within 60 s")
+        return None
+
+    def rss(self) -> dict[str, int]:
+        return {"rss_kb": tree_rss_kb(self.proc.pid), "hwm_kb": rss_kb(self.proc.pid, "VmHWM")}
+
+    def stop(self) -> None:
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            self.proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
 
 
 def _always_on(cfg: Path) -> tuple[subprocess.Popen[bytes] | None, str]:
@@ -226,7 +273,9 @@ def _fresh_sessions(corpus: Path, manifest: dict[str, Any], n: int = 20) -> list
     return [[str(corpus / s["file"]), s["agent"]] for s in mains[:n]]
 
 
-def _fresh_ours(cfg: Path, work: Path, sessions: list[list[str]], ns: argparse.Namespace) -> Any:
+def _fresh_ours(
+    cfg: Path, work: Path, sessions: list[list[str]], ns: argparse.Namespace, served: bool
+) -> Any:
     # Catch up first: agentsview's own freshness run appended to the corpus.
     catch_up = [_bin("pipeline"), "run", "--once", "--config", str(cfg), "--quiet"]
     subprocess.run(catch_up, check=False)
@@ -237,7 +286,7 @@ def _fresh_ours(cfg: Path, work: Path, sessions: list[list[str]], ns: argparse.N
     try:
         argv = [sys.executable, "-m", "bench_lib.fresh", "--config", str(cfg)]
         argv += ["--sessions", str(spec), "--rate", str(ns.fresh_rate)]
-        argv += ["--count", str(ns.fresh_count)]
+        argv += ["--count", str(ns.fresh_count)] + (["--server"] if served else [])
         done = subprocess.run(argv, capture_output=True, text=True, env=_env())
         if done.returncode != 0:
             return {"error": done.stderr[-500:], "mode": mode}
@@ -320,9 +369,37 @@ def run(ns: argparse.Namespace) -> dict[str, Any]:
     }
 
     queries = build_groups(manifest, per_group=ns.per_group, seed=ns.seed)
+    serve = _Serve.start(cfg, index, notes)
+    try:
+        _measure_queries(ns, res, work, corpus, cfg, roots, manifest, canaries, queries, serve)
+    finally:
+        if serve is not None:
+            serve.stop()
+    res["targets"] = evaluate(res)
+    return res
+
+
+def _measure_queries(
+    ns: argparse.Namespace,
+    res: dict[str, Any],
+    work: Path,
+    corpus: Path,
+    cfg: Path,
+    roots: list[str],
+    manifest: dict[str, Any],
+    canaries: list[Any],
+    queries: list[Query],
+    serve: _Serve | None,
+) -> None:
+    notes: list[str] = res["notes"]
     _log(f"warm recall: {len(queries)} queries x {ns.reps} through our query process")
-    ours = Worker([sys.executable, "-m", "bench_lib.ours_worker", "--config", str(cfg)], _env())
-    res["ours_mode"] = "in-process query.engine.Engine in a long-lived process (query serve absent)"
+    argv = [sys.executable, "-m", "bench_lib.ours_worker", "--config", str(cfg)]
+    ours = Worker(argv + (["--server"] if serve else []), _env())
+    res["ours_mode"] = (
+        "query serve over its Unix socket (client round trip)"
+        if serve
+        else "in-process query.engine.Engine in a long-lived process (query serve absent)"
+    )
     try:
         lat, seen = _latency(
             ours.ask, queries, "ours", ns.reps, lambda q: {"op": "recall", "args": q.ours}
@@ -331,7 +408,7 @@ def run(ns: argparse.Namespace) -> dict[str, Any]:
         res["results"] = {"ours": seen}
         _log("quality checks")
         res["quality"] = run_quality(ours.ask, corpus, manifest, canaries)
-        res["query_rss"] = ours.rss()
+        res["query_rss"] = serve.rss() if serve else ours.rss()
     finally:
         ours.close()
 
@@ -354,6 +431,7 @@ def run(ns: argparse.Namespace) -> dict[str, Any]:
     _log("query recall CLI, new process each")
     planted_terms = [q.label for q in queries if q.group == "planted"]
     res["cli"] = _cli(cfg, planted_terms[: ns.cli_runs])
+    res["cli"]["no_server"] = _cli(cfg, planted_terms[: ns.cli_runs], "--no-server")
 
     fresh_sessions = _fresh_sessions(corpus, manifest)
     if ns.peers:
@@ -361,9 +439,7 @@ def run(ns: argparse.Namespace) -> dict[str, Any]:
 
     if ns.fresh_count > 0:
         _log(f"freshness: {ns.fresh_count} appends at {ns.fresh_rate}/s to 20 sessions")
-        res["fresh"] = _fresh_ours(cfg, work, fresh_sessions, ns)
-    res["targets"] = evaluate(res)
-    return res
+        res["fresh"] = _fresh_ours(cfg, work, fresh_sessions, ns, serve is not None)
 
 
 def _peers(

@@ -84,16 +84,18 @@ def main() -> int:
     parser.add_argument("--rate", type=float, default=5.0)
     parser.add_argument("--count", type=int, default=100)
     parser.add_argument("--timeout", type=float, default=30.0)
+    parser.add_argument("--server", action="store_true", help="ask the running query serve")
     ns = parser.parse_args()
-    from query.engine import Engine
+    from query.transport import Backend
     from store.config import load_config
     from store.errors import SnapshotMissing
 
-    engine = Engine(load_config(ns.config))
+    # Through the running query serve when there is one, as the CLI would.
+    backend = Backend(load_config(ns.config), server="require" if ns.server else "off")
 
     def search(term: str) -> bool:
         try:
-            result = engine.recall({"query": term, "scope": "global"}, cwd="/")
+            result = backend.recall({"query": term, "scope": "global"}, cwd="/")
         except SnapshotMissing:
             return False
         return bool(result.get("hits"))

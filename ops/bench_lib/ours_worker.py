@@ -1,9 +1,10 @@
 """A long-lived query process the bench drives over stdin/stdout (JSON lines).
 
-It answers through ``query.client`` when ``--socket`` names a running ``query serve``, else
-through an in-process ``query.engine.Engine`` (the same code ``query serve`` runs). Each reply
-carries ``ms``: the time of the request alone, including encoding the result as JSON (a server
-must), measured here so pipe I/O to the bench does not count.
+With ``--server`` it asks a running ``query serve`` over its Unix socket
+(``query.transport.Backend`` with ``server="require"``, as the CLI and ``query.client`` do), so
+``ms`` covers the whole round trip: framing, the server's work, decoding. Without it, it runs
+an in-process ``query.engine.Engine`` and ``ms`` covers the request plus encoding its JSON.
+Either way ``ms`` is measured here, so the pipe to the bench does not count.
 
     {"op": "recall", "args": {...}}      -> {"ms", "total", "complete", "reasons", "hits"}
     {"op": "recall_all", "args": {...}}  -> every page followed: per-session entry counts
@@ -38,20 +39,18 @@ class _EngineBackend:
         return result
 
 
-class _ClientBackend:
-    def __init__(self, config_path: str, socket: str) -> None:
-        from query import client  # type: ignore[attr-defined]
+class _ServerBackend:
+    def __init__(self, config_path: str) -> None:
+        from query.transport import Backend
+        from store.config import load_config
 
-        self.client = client
-        self.kwargs = {"config": config_path, "socket": socket}
+        self.backend = Backend(load_config(config_path), server="require")
 
     def recall(self, args: dict[str, Any]) -> dict[str, Any]:
-        result: dict[str, Any] = self.client.recall(cwd="/", **args)
-        return result
+        return self.backend.recall(args, cwd="/")
 
     def call(self, token: dict[str, Any]) -> dict[str, Any]:
-        result: dict[str, Any] = self.client.call(token)
-        return result
+        return self.backend.call(token, cwd="/")
 
 
 def _summary(result: dict[str, Any]) -> dict[str, Any]:
@@ -104,9 +103,9 @@ def _recall_all(backend: Any, args: dict[str, Any]) -> dict[str, Any]:
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--config", required=True)
-    parser.add_argument("--socket")
+    parser.add_argument("--server", action="store_true", help="ask the running query serve")
     ns = parser.parse_args()
-    backend: Any = _ClientBackend(ns.config, ns.socket) if ns.socket else _EngineBackend(ns.config)
+    backend: Any = _ServerBackend(ns.config) if ns.server else _EngineBackend(ns.config)
     out = sys.stdout.buffer
     for line in sys.stdin.buffer:
         req = orjson.loads(line)
@@ -124,7 +123,7 @@ def main() -> int:
             started = time.perf_counter()
             try:
                 result = backend.recall(req["args"])
-                encoded = orjson.dumps(result)
+                encoded = b"" if ns.server else orjson.dumps(result)
             except Exception as exc:  # a failed request is a measurement, not a crash
                 result, encoded = {"error": {"code": type(exc).__name__, "message": str(exc)}}, b""
             ms = (time.perf_counter() - started) * 1000

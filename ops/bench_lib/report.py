@@ -142,8 +142,10 @@ def render(res: dict[str, Any]) -> str:
     lines.append(f"  sessiondex measured through: {res.get('ours_mode')}")
     cli = res.get("cli", {})
     av_cli = av.get("cli_ms_median")
+    alone = cli.get("no_server", {}).get("median_ms")
     lines.append(
         f"  CLI, new process each: query recall median {cli.get('median_ms', 0):.0f} ms"
+        + (f" ({alone:.0f} ms with --no-server)" if alone else "")
         + (f"; agentsview session search --server median {av_cli:.0f} ms" if av_cli else "")
     )
     fresh = res.get("fresh")
