@@ -55,6 +55,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--fresh-rate", type=float, default=5.0, help="appends per second")
     p.add_argument("--no-rg", action="store_true", help="skip the rg baseline")
     p.add_argument("--processes", type=int, help="pipeline worker processes")
+    p.add_argument("--hot-sessions", type=int, help="memory.hotSessions (default: the default)")
     return p
 
 
@@ -350,7 +351,8 @@ def run(ns: argparse.Namespace) -> dict[str, Any]:
         "canaries": len(canaries),
         "generate_seconds": gen_s,
     }
-    write_config(cfg, corpus, index)
+    memory = {} if ns.hot_sessions is None else {"hotSessions": ns.hot_sessions}
+    write_config(cfg, corpus, index, **memory)
 
     _log("pipeline run --once from empty, then the no-op rerun")
     res["build"] = _build(cfg, index, ns.processes)

@@ -163,7 +163,7 @@ def render(res: dict[str, Any]) -> str:
             )
     size = res.get("size_", {})
     if size:
-        ratio = size["ratio"]
+        ratio = {k: v if v is not None else float("nan") for k, v in size["ratio"].items()}
         lines += [
             "",
             f"Size: index {size['index_bytes'] / MB:.1f} MB for {c['bytes'] / MB:.1f} MB source; "

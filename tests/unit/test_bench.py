@@ -1,0 +1,125 @@
+"""Smoke test of ``ops/bench`` on a tiny corpus: the harness runs end to end, runs the quality
+checks, and its last line is the JSON object; ``--check`` exits 1 exactly when a check fails.
+
+It starts real processes (the pipeline, ``query serve``, FTS5, the freshness loop), hence the
+``integration`` mark; the corpus is small enough for the whole run to take a few seconds.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+OPS = REPO / "ops"
+sys.path.insert(0, str(OPS))
+
+from bench_lib.groups import GROUPS, build_groups  # noqa: E402
+from bench_lib.procs import percentiles, run_measured  # noqa: E402
+from bench_lib.report import evaluate  # noqa: E402
+
+
+def test_percentiles_are_nearest_rank() -> None:
+    values = [float(v) for v in range(1, 101)]
+    p = percentiles(values)
+    assert (p["p50"], p["p95"], p["p99"], p["n"]) == (50.0, 95.0, 99.0, 100)
+    assert percentiles([3.0]) == {"n": 1, "p50": 3.0, "p95": 3.0, "p99": 3.0, "mean": 3.0}
+    assert percentiles([]) == {"n": 0}
+
+
+def test_run_measured_sees_a_child_tree_and_its_writes(tmp_path: Path) -> None:
+    grandchild = tmp_path / "grandchild.py"
+    grandchild.write_text(f"open({str(tmp_path / 'out.bin')!r}, 'wb').write(b'x' * 65536)\n")
+    code = f"import subprocess, sys; subprocess.run([sys.executable, {str(grandchild)!r}])"
+    m = run_measured([sys.executable, "-c", code])
+    assert m.returncode == 0
+    assert m.peak_rss_kb > 0
+    assert m.wchar >= 65536  # the grandchild's write reached us when it was reaped
+
+
+def _manifest() -> dict[str, object]:
+    planted = [
+        {
+            "term": f"qjterm{i:06d}",
+            "agent": "pi",
+            "session_id": f"s{i}",
+            "file": f"pi/x/s{i}.jsonl",
+            "role": "user",
+            "text": f"alpha beta gamma qjterm{i:06d} delta epsilon",
+        }
+        for i in range(4)
+    ]
+    return {"planted": planted, "negative_controls": ["qjnope000001"]}
+
+
+def test_every_group_is_built_and_only_expressible_forms_are_set() -> None:
+    queries = build_groups(_manifest(), per_group=3, seed=1)
+    assert {q.group for q in queries} == set(GROUPS)
+    for q in queries:
+        assert q.ours["scope"] == "global"
+        if q.group in ("structural", "combined"):
+            assert q.fts5 is None and q.rg is None and q.agentsview is None
+        if q.group == "regex":
+            assert q.fts5 is None
+    phrase = next(q for q in queries if q.group == "phrase")
+    assert phrase.ours["queryMode"] == "phrase" and len(phrase.label.split()) == 3
+
+
+def test_targets_report_ratios_and_misses() -> None:
+    res = {
+        "corpus": {"bytes": 100_000_000},
+        "build": {
+            "cold": {"seconds": 10.0},
+            "noop": {
+                "seconds": 1.0,
+                "report_bytes_written": 0,
+                "index_bytes_changed": 0,
+                "kernel_write_bytes": 0,
+            },
+        },
+        "fts5_build": {"seconds": 20.0},
+        "latency": {
+            "ours": {"planted": {"n": 5, "p50": 1.0, "p95": 2.0}},
+            "fts5": {"planted": {"n": 5, "p50": 1.0, "p95": 3.0}},
+        },
+        "fresh": {"latency_ms": {"p95": 100.0}, "missed": 0},
+    }
+    got = {t["name"]: t for t in evaluate(res)}
+    assert got["build_vs_fts5"]["measured"] == 2.0 and got["build_vs_fts5"]["met"]
+    assert got["p95_vs_fts5.planted"]["met"] is False  # 2/3 > 0.5
+    assert got["noop_share"]["met"] is False  # 10 % of the cold build
+    assert got["noop_bytes"]["met"] and got["fresh_p95_ms"]["met"]
+
+
+@pytest.mark.integration
+def test_bench_runs_end_to_end_on_a_tiny_corpus(tmp_path: Path) -> None:
+    env = {**os.environ, "PYTHONPATH": str(OPS)}
+    argv = [sys.executable, "-m", "bench_lib", "--sessions", "12", "--mean-kb", "12"]
+    argv += ["--work", str(tmp_path), "--reps", "1", "--per-group", "3", "--cli-runs", "1"]
+    argv += ["--fresh-count", "3", "--fresh-rate", "20", "--no-rg", "--hot-sessions", "4"]
+    argv += ["--check"]
+    proc = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=REPO, timeout=120)
+    assert proc.stdout.strip(), proc.stderr[-2000:]
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    quality = result["quality"]
+    assert set(quality) == {
+        "planted_hit1",
+        "off_branch_hidden",
+        "negative_zero",
+        "structural_truth",
+        "no_leaks",
+    }
+    assert quality["planted_hit1"]["n"] > 0 and quality["no_leaks"]["n"] > 0
+    assert proc.returncode == (0 if all(q["ok"] for q in quality.values()) else 1), proc.stderr
+    assert result["build"]["cold"]["report"]["indexed"] == result["corpus"]["files"]
+    assert result["size_"]["cold"] > 0 and result["size_"]["hot"] == 4
+    assert result["latency"]["ours"]["planted"]["n"] == 3
+    assert result["fresh"]["appends"] == 3
+    assert "rg skipped: --no-rg" in result["notes"]
+    assert {t["name"] for t in result["targets"]} >= {"build_vs_fts5", "noop_bytes"}
+    assert "Quality (fails --check)" in proc.stdout
