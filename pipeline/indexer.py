@@ -149,7 +149,12 @@ def build_index(
         jobs: list[Job] = []
         for c in candidates:
             state = prior.get(c.path)
-            if state is not None and state.tier == tiers[c.path] and _same_stamp(state, c):
+            if (
+                state is not None
+                and state.tier == tiers[c.path]
+                and _same_stamp(state, c)
+                and not state.index_deltas  # `pipeline run` left deltas: fold them
+            ):
                 current[c.path] = state
                 continue
             jobs.append(Job(c.path, c.agent, tiers[c.path], policy, str(config.index_dir)))

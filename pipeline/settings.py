@@ -1,0 +1,58 @@
+"""Tunables of the always-on pipeline (not index policy: nothing here changes a record).
+
+Read once at the entry point (`pipeline run` flags) and passed to every process; tests shrink
+the timers. The defaults favour an idle machine: scans and merges are rare, publishing is
+prompt.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+from pipeline.engine import EngineSettings
+
+__all__ = ["RunSettings", "default_workers"]
+
+
+def default_workers() -> int:
+    return max(1, min(4, os.cpu_count() or 1))
+
+
+@dataclass(frozen=True, slots=True)
+class RunSettings:
+    """Timers in seconds; sizes in events or bytes."""
+
+    workers: int = field(default_factory=default_workers)
+    # watcher
+    tick_s: float = 0.02
+    reconcile_s: float = 60.0
+    classify_batch: int = 256
+    max_pending_events: int = 20_000
+    # index workers
+    batch_events: int = 512
+    flush_s: float = 0.5
+    checkpoint_s: float = 1.0
+    idle_min_s: float = 0.005
+    idle_max_s: float = 0.05
+    # publisher
+    publish_min_s: float = 0.02
+    publish_bytes_per_s: float = 20e6
+    gc_interval_s: float = 30.0
+    gc_grace_s: float = 120.0
+    keep_generations: int = 3
+    queue_size: int = 64
+    # supervisor
+    restart_min_s: float = 0.5
+    restart_max_s: float = 30.0
+    healthy_after_s: float = 60.0
+    stall_s: float = 600.0
+    shutdown_s: float = 20.0
+    engine: EngineSettings = field(default_factory=EngineSettings)
+
+    def __post_init__(self) -> None:
+        if self.workers < 1:
+            raise ValueError(f"workers must be at least 1, got {self.workers}")
+        for name in ("tick_s", "reconcile_s", "flush_s", "publish_min_s", "shutdown_s"):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"{name} must be positive")

@@ -1,0 +1,313 @@
+"""The watcher: notice every change under the roots and journal it; never index anything.
+
+::
+
+    watchdog observer thread ─► mark(path) ─┐
+    reconcile scan (start, every reconcile_s, on demand) ─► mark(paths) ─┤
+                                                                         ▼
+    loop_once: dirty paths ─► classify (pipeline.classify) ─► journal.append (one fsync)
+
+``mark`` only adds to a set, so a burst of writes to one file between two ticks becomes one
+event, and the observer's own queue never waits on disk. When the workers fall more than
+``max_pending_events`` behind, the watcher stops journaling and lets dirty paths pile up in
+that set (bounded by the number of files): backpressure by coalescing, nothing dropped. The
+reconcile scan compares every file's stamp with what was journaled, so changes made while the
+pipeline was down, or events the OS dropped (inotify overflow), are still found.
+
+At start the watcher's view is the published manifest plus the journal events after the
+publish checkpoint: exactly what the journal has already said about each file.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import structlog
+from watchdog.events import FileSystemEvent, FileSystemEventHandler
+from watchdog.observers import Observer
+from watchdog.observers.api import BaseObserver
+
+from pipeline.classify import Known, classify, known_from_event
+from pipeline.discovery import discover
+from pipeline.resume import resume_after, usable_manifest
+from pipeline.settings import RunSettings
+from store.config import Config
+from store.journal import Journal
+from store.records import SourceEvent
+
+__all__ = ["Observers", "Watcher", "WatcherStats"]
+
+log = structlog.get_logger()
+
+
+@dataclass(frozen=True, slots=True)
+class WatcherStats:
+    head: int
+    known: int
+    dirty: int
+    journaled: int
+    reconciles: int
+    journal_bytes: int
+    held_back: bool
+
+
+class Watcher:
+    """Classifies dirty paths into journal events; see the module docstring."""
+
+    def __init__(
+        self,
+        config: Config,
+        journal: Journal,
+        *,
+        policy: str,
+        published: Callable[[], int],
+        settings: RunSettings,
+        clock: Callable[[], float] = time.monotonic,
+        now_ns: Callable[[], int] = time.time_ns,
+    ) -> None:
+        self.config = config
+        self.journal = journal
+        self.policy = policy
+        self.published = published
+        self.settings = settings
+        self.clock = clock
+        self.now_ns = now_ns
+        self.view: dict[str, Known] = {}
+        self.journaled = 0
+        self.reconciles = 0
+        self._lock = threading.Lock()
+        self._dirty: set[str] = set()
+        self._rescan = True
+        self._next_scan = 0.0
+        self._held_back = False
+        self._roots = sorted(
+            ((str(root), agent) for agent, root in config.roots.items()),
+            key=lambda r: -len(r[0]),
+        )
+
+    # -- start -----------------------------------------------------------------------------
+
+    def boot(self) -> None:
+        """Load what the journal has said so far; the first loop reconciles with the disk."""
+        manifest = usable_manifest(self.config.index_dir, self.policy)
+        view: dict[str, Known] = {}
+        if manifest is not None:
+            for s in manifest.sessions:
+                view[s.path] = Known(
+                    s.agent, s.dev, s.inode, s.size, s.mtime_ns, s.ctime_ns, s.source_hash
+                )
+        for event in _all_after(self.journal, resume_after(self.config.index_dir, self.journal)):
+            known = known_from_event(event)
+            if known is None:
+                view.pop(event.path, None)
+            else:
+                view[event.path] = known
+        self.view = view
+        self._rescan = True
+
+    # -- the observer side (any thread) ----------------------------------------------------
+
+    def mark(self, path: str) -> None:
+        with self._lock:
+            self._dirty.add(path)
+
+    def request_reconcile(self) -> None:
+        with self._lock:
+            self._rescan = True
+
+    # -- the loop --------------------------------------------------------------------------
+
+    def loop_once(self, now: float) -> bool:
+        """Journal what changed since the last call; True when it journaled something."""
+        if self._rescan or now >= self._next_scan:
+            self.reconcile(now)
+        backlog = self.journal.head() - self.published()
+        self._held_back = backlog > self.settings.max_pending_events
+        if self._held_back:
+            return False
+        with self._lock:
+            if not self._dirty:
+                return False
+            paths = sorted(self._dirty)[: self.settings.classify_batch]
+            self._dirty.difference_update(paths)
+        events: list[SourceEvent] = []
+        now_ns = self.now_ns()
+        for path in paths:
+            known = self.view.get(path)
+            agent = self.agent_of(path)
+            if agent is None:  # not (or no longer) a session file discovery would list
+                event = _gone(path, known, now_ns) if known is not None else None
+                after = None
+            else:
+                event, after = classify(path, agent, known, now_ns)
+            if after is None:
+                self.view.pop(path, None)
+            else:
+                self.view[path] = after
+            if event is not None:
+                events.append(event)
+        if events:
+            placed = self.journal.append(events)
+            self.journaled += len(placed)
+            log.info(
+                "journal.appended",
+                events=len(placed),
+                first=placed[0].position,
+                last=placed[-1].position,
+            )
+        return bool(events) or bool(paths)
+
+    def reconcile(self, now: float) -> None:
+        """Compare every file under the roots with the view; mark what differs."""
+        with self._lock:
+            self._rescan = False
+        self._next_scan = now + self.settings.reconcile_s
+        candidates, _ = discover(self.config.roots)
+        seen: set[str] = set()
+        changed: list[str] = []
+        for c in candidates:
+            seen.add(c.path)
+            known = self.view.get(c.path)
+            if known is None or known.stamp != c.stamp or known.agent != c.agent:
+                changed.append(c.path)
+        changed += [p for p in self.view if p not in seen]
+        for known in self.view.values():
+            known.forget_reads()  # the windows are trusted for one scan interval at most
+        with self._lock:
+            self._dirty.update(changed)
+        self.reconciles += 1
+        # Only what the durable checkpoint has passed: a restart resumes from there.
+        self.journal.trim(resume_after(self.config.index_dir, self.journal))
+        if changed:
+            log.info("watch.reconciled", changed=len(changed), files=len(candidates))
+
+    # -- helpers ---------------------------------------------------------------------------
+
+    def agent_of(self, path: str) -> str | None:
+        """The agent whose root holds *path* as discovery would list it, else None."""
+        name = os.path.basename(path)
+        if not name.endswith(".jsonl") or name.startswith("."):
+            return None
+        for root, agent in self._roots:
+            if path.startswith(root + os.sep):
+                # discovery never follows a link, so neither may a path it would not list
+                folder = os.path.dirname(path)
+                while len(folder) > len(root):
+                    if os.path.islink(folder):
+                        return None
+                    folder = os.path.dirname(folder)
+                return agent
+        return None
+
+    def statistics(self) -> WatcherStats:
+        with self._lock:
+            dirty = len(self._dirty)
+        return WatcherStats(
+            head=self.journal.head(),
+            known=len(self.view),
+            dirty=dirty,
+            journaled=self.journaled,
+            reconciles=self.reconciles,
+            journal_bytes=self.journal.bytes_written,
+            held_back=self._held_back,
+        )
+
+
+def _gone(path: str, known: Known, now_ns: int) -> SourceEvent:
+    return SourceEvent(
+        "delete", path, known.agent, known.dev, known.inode, 0, known.mtime_ns, 0, 0, now_ns
+    )
+
+
+def _all_after(journal: Journal, after: int) -> Iterable[SourceEvent]:
+    while True:
+        events = journal.read(after, limit=4096)
+        if not events:
+            return
+        yield from events
+        after = events[-1].position
+
+
+class _Overflow(logging.Handler):
+    """watchdog reports an inotify queue overflow only as a log record: turn it into a scan."""
+
+    def __init__(self, on_overflow: Callable[[], None]) -> None:
+        super().__init__(logging.WARNING)
+        self.on_overflow = on_overflow
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.msg == "Inotify queue overflowed; filesystem events were lost":
+            self.on_overflow()
+
+
+class Observers:
+    """watchdog observers on every existing root, feeding ``Watcher.mark``."""
+
+    def __init__(self, watcher: Watcher) -> None:
+        self.watcher = watcher
+        self._observer: BaseObserver | None = None
+        self._watched: set[str] = set()
+        self._overflow = _Overflow(watcher.request_reconcile)
+
+    def start(self, roots: Mapping[str, Path]) -> None:
+        observer = Observer()
+        observer.daemon = True
+        observer.start()
+        self._observer = observer
+        logging.getLogger("watchdog.observers.inotify_c").addHandler(self._overflow)
+        self.watch_new_roots(roots)
+
+    def watch_new_roots(self, roots: Mapping[str, Path]) -> None:
+        """Watch roots that exist now and were not watched yet (a root may appear later)."""
+        observer = self._observer
+        if observer is None:
+            return
+        handler = _Handler(self.watcher)
+        for root in roots.values():
+            key = str(root)
+            if key in self._watched or not root.is_dir():
+                continue
+            try:
+                observer.schedule(handler, key, recursive=True)
+            except OSError as exc:  # e.g. inotify watch limit: the reconcile scan still runs
+                log.warning("watch.unavailable", root=key, error=str(exc))
+                continue
+            self._watched.add(key)
+            self.watcher.request_reconcile()
+
+    def stop(self) -> None:
+        logging.getLogger("watchdog.observers.inotify_c").removeHandler(self._overflow)
+        observer = self._observer
+        self._observer = None
+        if observer is not None:
+            observer.stop()
+            observer.join(timeout=5)
+
+
+class _Handler(FileSystemEventHandler):
+    """Runs on the observer thread: mark paths, request scans; nothing else."""
+
+    _IGNORED = frozenset({"opened", "closed_no_write"})
+
+    def __init__(self, watcher: Watcher) -> None:
+        super().__init__()
+        self.watcher = watcher
+
+    def on_any_event(self, event: FileSystemEvent) -> None:
+        kind = event.event_type
+        if kind in self._IGNORED:
+            return
+        if event.is_directory:
+            # A folder moved in or out brings no per-file events: scan.
+            if kind in ("created", "moved", "deleted"):
+                self.watcher.request_reconcile()
+            return
+        for raw in (event.src_path, event.dest_path):
+            if raw:
+                self.watcher.mark(os.fsdecode(raw))

@@ -1,0 +1,423 @@
+"""Stage workers: index workers run the five stages per session; the publisher publishes.
+
+::
+
+    journal ──► IndexWorker k of n   reads every event (the tier map needs them all) and
+                                     handles the sessions whose path hashes to k:
+                  group a batch by session ─► tier (global, by mtime) ─► SessionEngine
+                  (parse → lineage → normalize → digest; appends as deltas) ─► changes
+                        │  WorkerBatch(worker, position, changes)   bounded queue: a full
+                        ▼                                           queue blocks the worker
+                Publisher   applies every worker's changes ─► manifest N+1 ─► publish
+                            checkpoint "publish" = min over workers of the position each
+                            has handed over, once everything up to it is published
+                            ─► collect garbage now and then
+
+Only the publisher's checkpoint is where a restart resumes: a worker's output is durable
+once published, so its own checkpoint ("index-k") only says how far it has handed over.
+Replaying an event whose result is already published is a no-op (the engine sees the same
+bytes). A session's stages stay in one process because the append path needs the session's
+shape in memory; parallelism comes from sharding sessions across workers.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Final, Protocol
+
+import blake3
+import structlog
+
+from pipeline.engine import DELETE, Change, Drop, SessionEngine, Skip, Upsert
+from pipeline.resume import PUBLISH_STAGE, resume_after, usable_manifest
+from pipeline.settings import RunSettings
+from stages.policy import Policy
+from stages.tier import COLD, assign_tiers
+from store.checkpoints import Checkpoint, CheckpointStore
+from store.codec import encode
+from store.config import Config
+from store.journal import Journal
+from store.layout import IndexLayout
+from store.records import Manifest, SessionState, SkippedFile, SourceEvent
+from store.writer import StoreWriter
+
+__all__ = [
+    "INDEX_VERSION",
+    "PUBLISH_VERSION",
+    "Inbox",
+    "IndexWorker",
+    "Outbox",
+    "Publisher",
+    "WorkerBatch",
+    "shard_of",
+]
+
+log = structlog.get_logger()
+
+INDEX_VERSION: Final = 1
+PUBLISH_VERSION: Final = 1
+
+
+def shard_of(path: str, workers: int) -> int:
+    """The worker that owns *path* (stable across restarts and machines)."""
+    digest = blake3.blake3(path.encode("utf-8", "surrogateescape")).digest()
+    return int.from_bytes(digest[:8], "little") % workers
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerBatch:
+    """Changes of one worker; every event up to ``position`` is handled in this or earlier
+    batches."""
+
+    worker: int
+    position: int
+    changes: tuple[Change, ...]
+
+
+class Outbox(Protocol):
+    def put(self, batch: WorkerBatch) -> None:
+        """Hand *batch* over, waiting while the receiver is full (backpressure)."""
+
+
+class Inbox(Protocol):
+    def get(self, timeout: float) -> WorkerBatch | None:
+        """The next batch, waiting up to *timeout* seconds (0: do not wait)."""
+
+
+class IndexWorker:
+    """One shard of sessions, from journal events to changes."""
+
+    def __init__(
+        self,
+        config: Config,
+        *,
+        worker_id: int,
+        settings: RunSettings,
+        journal: Journal,
+        outbox: Outbox,
+        policy: Policy,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.config = config
+        self.worker_id = worker_id
+        self.workers = settings.workers
+        self.settings = settings
+        self.journal = journal
+        self.outbox = outbox
+        self.policy = policy
+        self.clock = clock
+        self.name = f"index-{worker_id}"
+        self.engine = SessionEngine(config.index_dir, policy, settings=settings.engine, clock=clock)
+        self.checkpoints = CheckpointStore(IndexLayout(config.index_dir).checkpoints)
+        self.position = -1
+        self.states: dict[str, SessionState] = {}
+        self.skipped: dict[str, SkippedFile] = {}
+        self.mtimes: dict[str, int] = {}
+        self.events = 0
+        self._tiers: dict[str, str] = {}
+        self._checkpointed = -1
+        self._checkpoint_at = 0.0
+
+    def boot(self) -> None:
+        manifest = usable_manifest(self.config.index_dir, self.policy.fingerprint())
+        if manifest is not None:
+            for s in manifest.sessions:
+                self.mtimes[s.path] = s.mtime_ns
+                if self.owns(s.path):
+                    self.states[s.path] = s
+            self.skipped = {k.path: k for k in manifest.skipped if self.owns(k.path)}
+        self.position = resume_after(self.config.index_dir, self.journal)
+        self._checkpointed = self.position
+        self._tiers = assign_tiers(self.mtimes.items(), self.config.memory.hot_sessions)
+
+    def owns(self, path: str) -> bool:
+        return shard_of(path, self.workers) == self.worker_id
+
+    # -- the loop --------------------------------------------------------------------------
+
+    def loop_once(self, now: float) -> bool:
+        """Handle the next journal batch, else one merge; True when it did something."""
+        events = self.journal.read(self.position, limit=self.settings.batch_events)
+        if events:
+            self._handle(events)
+            self._checkpoint(now, idle=False)
+            return True
+        if self._maintain(now):
+            return True
+        self._checkpoint(now, idle=True)
+        return False
+
+    def _handle(self, events: list[SourceEvent]) -> None:
+        groups: dict[str, list[SourceEvent]] = {}
+        for e in events:
+            if e.kind == DELETE:
+                self.mtimes.pop(e.path, None)
+            else:
+                self.mtimes[e.path] = e.mtime_ns
+            if self.owns(e.path):
+                groups.setdefault(e.path, []).append(e)
+        self.events += len(events)
+        tiers = assign_tiers(self.mtimes.items(), self.config.memory.hot_sessions)
+        changes: list[Change] = []
+        flushed = self.clock()
+        for path, group in groups.items():
+            state = self.states.get(path)
+            change = self.engine.apply(path, group[-1].agent, group, state, tiers.get(path, COLD))
+            if change is not None:
+                self._record(change)
+                changes.append(change)
+            if changes and self.clock() - flushed >= self.settings.flush_s:
+                # A long batch (a backlog of whole builds) still publishes as it goes.
+                self._send(self.position, changes)
+                changes, flushed = [], self.clock()
+        if tiers != self._tiers:
+            changes += self._retier(tiers)
+            self._tiers = tiers
+        self.position = events[-1].position
+        self._send(self.position, changes)
+        log.info(
+            "stage.index.done",
+            worker=self.worker_id,
+            position=self.position,
+            events=len(events),
+            sessions=len(groups),
+            changes=len(changes),
+        )
+
+    def _retier(self, tiers: dict[str, str]) -> list[Change]:
+        """Rebuild sessions whose tier moved (the new record is stored before the manifest
+        stops naming the old one)."""
+        changes: list[Change] = []
+        for path, state in sorted(self.states.items()):
+            want = tiers.get(path)
+            if want is not None and want != state.tier:
+                change = self.engine.whole(path, state.agent, want)
+                self._record(change)
+                changes.append(change)
+                log.info("session.retiered", path=path, tier=want)
+        return changes
+
+    def _maintain(self, now: float) -> bool:
+        """One merge of a session's deltas into a new base, when one is due."""
+        for path in self.engine.merges_due(now, self.states):
+            state = self.states[path]
+            change = self.engine.merge(path, state.agent, self._tiers.get(path, state.tier))
+            self._record(change)
+            self._send(self.position, [change])
+            log.info("session.merged", path=path, deltas=len(state.index_deltas))
+            return True
+        return False
+
+    def _record(self, change: Change) -> None:
+        if isinstance(change, Upsert):
+            self.states[change.state.path] = change.state
+            self.skipped.pop(change.state.path, None)
+        elif isinstance(change, Skip):
+            self.states.pop(change.skipped.path, None)
+            self.skipped[change.skipped.path] = change.skipped
+        else:
+            self.states.pop(change.path, None)
+            self.skipped.pop(change.path, None)
+
+    def _send(self, position: int, changes: Iterable[Change]) -> None:
+        self.outbox.put(WorkerBatch(self.worker_id, position, tuple(changes)))
+
+    def _checkpoint(self, now: float, *, idle: bool) -> None:
+        if self.position == self._checkpointed:
+            return
+        if not idle and now - self._checkpoint_at < self.settings.checkpoint_s:
+            return
+        self.checkpoints.write(Checkpoint(self.name, INDEX_VERSION, self.position, time.time_ns()))
+        self._checkpointed = self.position
+        self._checkpoint_at = now
+
+    def statistics(self) -> dict[str, object]:
+        return {
+            "position": self.position,
+            "sessions": len(self.states),
+            "events": self.events,
+            "bytesWritten": self.engine.writer.bytes_written,
+            **self.engine.counters.as_dict(),
+        }
+
+
+class Publisher:
+    """Every worker's changes → generations; the publish checkpoint; garbage collection.
+
+    The caller holds the writer lock for the publisher's lifetime.
+    """
+
+    name = PUBLISH_STAGE
+
+    def __init__(
+        self,
+        config: Config,
+        *,
+        settings: RunSettings,
+        inbox: Inbox,
+        journal: Journal,
+        policy: Policy,
+        writer: StoreWriter,
+        on_published: Callable[[int], None] = lambda position: None,
+        clock: Callable[[], float] = time.monotonic,
+        now_ns: Callable[[], int] = time.time_ns,
+    ) -> None:
+        self.config = config
+        self.settings = settings
+        self.inbox = inbox
+        self.journal = journal
+        self.policy = policy.fingerprint()
+        self.writer = writer
+        self.on_published = on_published
+        self.clock = clock
+        self.now_ns = now_ns
+        self.checkpoints = CheckpointStore(IndexLayout(config.index_dir).checkpoints)
+        self.sessions: dict[str, SessionState] = {}
+        self.skipped: dict[str, SkippedFile] = {}
+        self.position = -1
+        self.generations = 0
+        self.last_published_ns: int | None = None
+        self._boot_position = -1
+        self._handed: dict[int, int] = {}
+        self._dirty = False
+        self._candidate = -1
+        self._published_at = float("-inf")
+        self._interval = settings.publish_min_s
+        self._checkpointed = -1
+        self._checkpoint_at = 0.0
+        self._gc_at = 0.0
+        self._since_gc = 0
+
+    def boot(self, now: float) -> None:
+        manifest = usable_manifest(self.config.index_dir, self.policy)
+        if manifest is not None:
+            self.sessions = {s.path: s for s in manifest.sessions}
+            self.skipped = {k.path: k for k in manifest.skipped}
+        elif self.writer.current_generation():
+            self._dirty = True  # built under another policy: stop serving it at once
+        self.position = self._boot_position = resume_after(self.config.index_dir, self.journal)
+        self._candidate = self.position
+        self._checkpointed = self.position
+        self._gc_at = now
+        self.on_published(self.position)
+
+    # -- the loop --------------------------------------------------------------------------
+
+    def loop_once(self, now: float, *, wait: float = 0.0) -> bool:
+        """Apply what the workers handed over and publish when due; True when busy."""
+        got = 0
+        batch = self.inbox.get(wait)
+        while batch is not None:
+            self._apply(batch)
+            got += 1
+            batch = self.inbox.get(0)
+        if got:
+            workers = range(self.settings.workers)
+            self._candidate = min(self._handed.get(w, self._boot_position) for w in workers)
+        published = False
+        if self._dirty and now - self._published_at >= self._interval:
+            self._publish(now)
+            published = True
+        if not self._dirty and self._candidate > self.position:
+            self.position = self._candidate
+            self.on_published(self.position)
+        self._checkpoint(now, idle=not got)
+        if not got and not published:
+            self._collect(now)
+        return bool(got) or published
+
+    def _apply(self, batch: WorkerBatch) -> None:
+        self._handed[batch.worker] = max(self._handed.get(batch.worker, -1), batch.position)
+        for change in batch.changes:
+            if isinstance(change, Upsert):
+                path = change.state.path
+                if self.sessions.get(path) != change.state or path in self.skipped:
+                    self.sessions[path] = change.state
+                    self.skipped.pop(path, None)
+                    self._dirty = True
+            elif isinstance(change, Skip):
+                path = change.skipped.path
+                if path in self.sessions or self.skipped.get(path) != change.skipped:
+                    self.sessions.pop(path, None)
+                    self.skipped[path] = change.skipped
+                    self._dirty = True
+            elif isinstance(change, Drop) and (
+                change.path in self.sessions or change.path in self.skipped
+            ):
+                self.sessions.pop(change.path, None)
+                self.skipped.pop(change.path, None)
+                self._dirty = True
+
+    def _publish(self, now: float) -> None:
+        generation = self.writer.current_generation() + 1
+        manifest = Manifest(
+            generation=generation,
+            created_ns=self.now_ns(),
+            policy=self.policy,
+            roots={agent: str(root) for agent, root in self.config.roots.items()},
+            hot_sessions=self.config.memory.hot_sessions,
+            sessions=tuple(self.sessions[p] for p in sorted(self.sessions)),
+            skipped=tuple(self.skipped[p] for p in sorted(self.skipped)),
+        )
+        self.writer.publish(manifest)
+        self._dirty = False
+        self._published_at = now
+        self.generations += 1
+        self._since_gc += 1
+        self.last_published_ns = manifest.created_ns
+        # Publishing rewrites the whole manifest: a big index publishes less often.
+        size = len(encode(manifest))
+        self._interval = max(self.settings.publish_min_s, size / self.settings.publish_bytes_per_s)
+        log.info(
+            "generation.published",
+            generation=generation,
+            sessions=len(self.sessions),
+            position=self._candidate,
+        )
+
+    def _checkpoint(self, now: float, *, idle: bool) -> None:
+        if self.position == self._checkpointed:
+            return
+        if not idle and now - self._checkpoint_at < self.settings.checkpoint_s:
+            return
+        self.checkpoints.write(
+            Checkpoint(PUBLISH_STAGE, PUBLISH_VERSION, self.position, time.time_ns())
+        )
+        self._checkpointed = self.position
+        self._checkpoint_at = now
+
+    def _collect(self, now: float) -> None:
+        if not self._since_gc or now - self._gc_at < self.settings.gc_interval_s:
+            return
+        report = self.writer.collect_garbage(
+            keep_generations=self.settings.keep_generations,
+            grace_seconds=self.settings.gc_grace_s,
+        )
+        self._gc_at = now
+        self._since_gc = 0
+        log.info(
+            "store.collected",
+            bytes_freed=report.bytes_freed,
+            records=report.records_deleted,
+            manifests=report.manifests_deleted,
+        )
+
+    def flush(self, now: float) -> None:
+        """Publish what is pending and write the checkpoint now (at shutdown)."""
+        if self._dirty:
+            self._publish(now)
+        if self._candidate > self.position:
+            self.position = self._candidate
+            self.on_published(self.position)
+        self._checkpoint(now, idle=True)
+
+    def statistics(self) -> dict[str, object]:
+        return {
+            "position": self.position,
+            "generation": self.writer.current_generation(),
+            "generations": self.generations,
+            "lastPublishedNs": self.last_published_ns,
+            "bytesWritten": self.writer.bytes_written,
+        }

@@ -1,0 +1,293 @@
+"""The always-on pipeline stepped inline: watcher → journal → worker → publisher.
+
+Each test changes session files the way agents and people do, lets the inline runner go idle
+and compares the published index with what a clean `pipeline run --once` builds from the same
+files: same sessions, same stamps, same record bytes.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import replace
+from pathlib import Path
+
+import orjson
+import pytest
+
+from pipeline.indexer import build_index
+from pipeline.runner import InlineRunner
+from pipeline.settings import RunSettings
+from pipeline.testing import FakeClock
+from store.config import Config
+from store.reader import open_snapshot
+from store.records import HotShard, Manifest
+from tests.helpers import PiRoot, assistant, header, jsonl, user
+
+T0 = 1_700_000_000_000
+
+
+def lines_for(sid: str, n: int, start: int = 0, parent: str | None = None) -> list[dict]:
+    out: list[dict] = []
+    for i in range(start, start + n):
+        entry_id = f"{sid}-{i}"
+        if i % 2:
+            out.append(assistant(entry_id, parent, f"reply {i} about {sid}", T0 + i))
+        else:
+            out.append(user(entry_id, parent, f"question {i} mentions word{i}", T0 + i))
+        parent = entry_id
+    return out
+
+
+def pi_session(sid: str, n: int) -> list[dict]:
+    return [header(sid, "/work/proj"), *lines_for(sid, n)]
+
+
+def append_lines(path: Path, records: list[dict]) -> None:
+    with path.open("ab") as f:
+        f.write(jsonl(records))
+
+
+def clean_rebuild(config: Config, tmp: Path) -> Manifest:
+    other = replace(config, memory=replace(config.memory, index_dir=tmp / "clean"))
+    build_index(other)
+    return open_snapshot(other.index_dir).manifest
+
+
+def record_bytes(index: Path, manifest: Manifest) -> dict[str, bytes]:
+    out: dict[str, bytes] = {}
+    for name in sorted(manifest.records()):
+        out[name] = (index / "records" / name[:2] / name).read_bytes()
+    return out
+
+
+def assert_converged(config: Config, tmp: Path) -> Manifest:
+    live = open_snapshot(config.index_dir).manifest
+    clean = clean_rebuild(config, tmp)
+    assert live.sessions == clean.sessions
+    assert live.skipped == clean.skipped
+    assert (live.policy, live.roots, live.hot_sessions) == (
+        clean.policy,
+        clean.roots,
+        clean.hot_sessions,
+    )
+    assert record_bytes(config.index_dir, live) == record_bytes(tmp / "clean", clean)
+    return live
+
+
+SETTINGS = RunSettings(workers=1, reconcile_s=3600.0)
+
+
+def settle(runner: InlineRunner, clock: FakeClock) -> None:
+    """Let the pipeline go quiet long enough for every delta to merge."""
+    runner.run_until_idle()
+    clock.advance(SETTINGS.engine.merge_quiet_s + 1)
+    runner.run_until_idle()
+
+
+@pytest.fixture
+def pi(tmp_path: Path) -> PiRoot:
+    return PiRoot(tmp_path)
+
+
+def test_a_fresh_index_equals_a_clean_build(pi: PiRoot, tmp_path: Path) -> None:
+    config = pi.write_config(hotSessions=1)
+    pi.session("a", pi_session("sa", 6), mtime_s=2000)
+    pi.session("b", pi_session("sb", 4), mtime_s=1000)
+    with InlineRunner(config, SETTINGS) as runner:
+        runner.run_until_idle()
+    live = assert_converged(config, tmp_path)
+    assert [s.tier for s in live.sessions] == ["hot", "cold"]
+
+
+def test_appends_become_deltas_then_merge_into_the_clean_build(pi: PiRoot, tmp_path: Path) -> None:
+    config = pi.write_config(hotSessions=2)
+    path = pi.session("a", pi_session("sa", 4))
+    clock = FakeClock()
+    with InlineRunner(config, SETTINGS, clock=clock) as runner:
+        runner.run_until_idle()
+        # When lines are appended one by one, each published as soon as it is seen
+        parent = "sa-3"
+        for i in range(4, 10):
+            append_lines(path, lines_for("sa", 1, start=i, parent=parent))
+            parent = f"sa-{i}"
+            runner.notice(str(path))
+            runner.run_until_idle()
+            clock.advance(0.1)
+            state = open_snapshot(config.index_dir).session(str(path))
+            assert state is not None and state.size == path.stat().st_size
+        # Then the session grew by deltas only: no whole rebuild since the first
+        counters = runner.worker.engine.counters
+        assert (counters.whole, counters.appends, counters.declined) == (1, 6, 0)
+        assert len(state.index_deltas) == 6
+        assert state.view("active").entry_count == 10
+        snapshot = open_snapshot(config.index_dir)
+        last = snapshot.load(state.index_deltas[-1], HotShard)
+        assert [e.index for e in last.view("active").entries] == [9]
+        assert "word8" in snapshot.load(state.index_deltas[-2], HotShard).view("active").postings
+        # And once quiet, the deltas merge into the record a clean build makes
+        clock.advance(SETTINGS.engine.merge_quiet_s + 1)
+        runner.run_until_idle()
+        assert runner.worker.engine.counters.merges == 1
+    live = assert_converged(config, tmp_path)
+    assert not live.sessions[0].index_deltas
+
+
+def test_deltas_compact_in_tiers(pi: PiRoot, tmp_path: Path) -> None:
+    config = pi.write_config()
+    path = pi.session("a", pi_session("sa", 2))
+    with InlineRunner(config, SETTINGS) as runner:
+        runner.run_until_idle()
+        parent = "sa-1"
+        for i in range(2, 2 + 17):
+            append_lines(path, lines_for("sa", 1, start=i, parent=parent))
+            parent = f"sa-{i}"
+            runner.notice(str(path))
+            runner.run_until_idle()
+        state = open_snapshot(config.index_dir).session(str(path))
+        assert state is not None
+        # 17 appends with fanout 8: two level-1 deltas and one level-0 delta
+        assert runner.worker.engine.counters.compactions == 2
+        assert len(state.index_deltas) == 3
+        assert state.view("active").entry_count == 19
+
+
+def test_a_half_written_line_is_never_malformed(pi: PiRoot, tmp_path: Path) -> None:
+    config = pi.write_config()
+    path = pi.session("a", pi_session("sa", 2))
+    line = orjson.dumps(user("sa-2", "sa-1", "the finished thought", T0 + 9)) + b"\n"
+    clock = FakeClock()
+    with InlineRunner(config, SETTINGS, clock=clock) as runner:
+        runner.run_until_idle()
+        # When a writer stops in the middle of a line
+        with path.open("ab") as f:
+            f.write(line[:20])
+        runner.notice(str(path))
+        runner.run_until_idle()
+        state = open_snapshot(config.index_dir).session(str(path))
+        assert state is not None and state.size == path.stat().st_size
+        assert state.view("active").entry_count == 2
+        assert "malformed_line" not in state.view("active").reasons
+        # And finishes it later
+        with path.open("ab") as f:
+            f.write(line[20:])
+        runner.notice(str(path))
+        runner.run_until_idle()
+        state = open_snapshot(config.index_dir).session(str(path))
+        assert state is not None
+        assert state.view("active").entry_count == 3
+        assert "malformed_line" not in state.view("active").reasons
+        assert runner.worker.engine.counters.whole == 1
+        settle(runner, clock)
+    assert_converged(config, tmp_path)
+
+
+def test_rewrite_truncate_delete_and_rename_are_followed(pi: PiRoot, tmp_path: Path) -> None:
+    config = pi.write_config()
+    a = pi.session("a", pi_session("sa", 6))
+    b = pi.session("b", pi_session("sb", 6))
+    c = pi.session("c", pi_session("sc", 6))
+    d = pi.session("d", pi_session("sd", 6))
+    with InlineRunner(config, SETTINGS) as runner:
+        runner.run_until_idle()
+        # rewrite in place, same size, mtime restored
+        st = a.stat()
+        a.write_bytes(a.read_bytes().replace(b"question 0", b"QUESTION 0"))
+        os.utime(a, ns=(st.st_atime_ns, st.st_mtime_ns))
+        # truncate to a shorter session
+        b.write_bytes(jsonl(pi_session("sb", 2)))
+        # delete
+        c.unlink()
+        # rename
+        renamed = d.with_name("d-renamed.jsonl")
+        d.rename(renamed)
+        runner.notice(str(a), str(b), str(c), str(d), str(renamed))
+        runner.run_until_idle()
+        live = {s.path: s for s in open_snapshot(config.index_dir).manifest.sessions}
+        assert set(live) == {str(a), str(b), str(renamed)}
+        assert live[str(b)].view("active").entry_count == 2
+    assert_converged(config, tmp_path)
+
+
+def test_changes_made_while_stopped_are_found_at_start(pi: PiRoot, tmp_path: Path) -> None:
+    config = pi.write_config(hotSessions=1)
+    a = pi.session("a", pi_session("sa", 4), mtime_s=1000)
+    b = pi.session("b", pi_session("sb", 4), mtime_s=2000)
+    with InlineRunner(config, SETTINGS) as runner:
+        runner.run_until_idle()
+    # While stopped: a grows (and becomes the newest), b is deleted, e is new
+    append_lines(a, lines_for("sa", 2, start=4, parent="sa-3"))
+    b.unlink()
+    pi.session("e", pi_session("se", 3), mtime_s=500)
+    with InlineRunner(config, SETTINGS) as runner:
+        runner.run_until_idle()
+    live = assert_converged(config, tmp_path)
+    assert {Path(s.path).name: s.tier for s in live.sessions} == {
+        "a.jsonl": "hot",
+        "e.jsonl": "cold",
+    }
+
+
+def test_a_cold_session_that_grows_becomes_hot_and_demotes_another(
+    pi: PiRoot, tmp_path: Path
+) -> None:
+    config = pi.write_config(hotSessions=1)
+    old = pi.session("old", pi_session("so", 4), mtime_s=1000)
+    new = pi.session("new", pi_session("sn", 4), mtime_s=2000)
+    clock = FakeClock()
+    with InlineRunner(config, SETTINGS, clock=clock) as runner:
+        runner.run_until_idle()
+        tiers = {s.path: s.tier for s in open_snapshot(config.index_dir).manifest.sessions}
+        assert tiers == {str(old): "cold", str(new): "hot"}
+        append_lines(old, lines_for("so", 1, start=4, parent="so-3"))
+        runner.notice(str(old))
+        runner.run_until_idle()
+        tiers = {s.path: s.tier for s in open_snapshot(config.index_dir).manifest.sessions}
+        assert tiers == {str(old): "hot", str(new): "cold"}
+        settle(runner, clock)
+    assert_converged(config, tmp_path)
+
+
+def test_replaying_published_events_is_a_no_op(pi: PiRoot, tmp_path: Path) -> None:
+    config = pi.write_config()
+    pi.session("a", pi_session("sa", 4))
+    with InlineRunner(config, SETTINGS) as runner:
+        runner.run_until_idle()
+        generation = runner.writer.current_generation()
+    # Given a restart that forgot the publish checkpoint (a crash before it was written)
+    (config.index_dir / "checkpoints" / "publish.ckpt").unlink()
+    with InlineRunner(config, SETTINGS) as runner:
+        runner.run_until_idle()
+        counters = runner.worker.engine.counters
+        # Then the replayed events change nothing and publish nothing
+        assert counters.whole == 0 and counters.unchanged >= 1
+        assert runner.writer.current_generation() == generation
+
+
+def test_a_touch_moves_only_the_stamp(pi: PiRoot, tmp_path: Path) -> None:
+    config = pi.write_config()
+    a = pi.session("a", pi_session("sa", 4), mtime_s=1000)
+    with InlineRunner(config, SETTINGS) as runner:
+        runner.run_until_idle()
+        os.utime(a, (5000, 5000))
+        runner.notice(str(a))
+        runner.run_until_idle()
+        assert runner.worker.engine.counters.restamps == 1
+        assert runner.worker.engine.counters.whole == 1
+    assert_converged(config, tmp_path)
+
+
+def test_run_once_folds_deltas_an_always_on_run_left(pi: PiRoot, tmp_path: Path) -> None:
+    config = pi.write_config()
+    path = pi.session("a", pi_session("sa", 4))
+    with InlineRunner(config, SETTINGS) as runner:
+        runner.run_until_idle()
+        append_lines(path, lines_for("sa", 1, start=4, parent="sa-3"))
+        runner.notice(str(path))
+        runner.run_until_idle()
+    # Given an always-on run stopped before it merged
+    state = open_snapshot(config.index_dir).session(str(path))
+    assert state is not None and state.index_deltas
+    # When `pipeline run --once` catches up, the session is rebuilt as a clean build would
+    report = build_index(config)
+    assert report.indexed == 1
+    assert_converged(config, tmp_path)
