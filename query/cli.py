@@ -30,11 +30,9 @@ from typing import Any
 import orjson
 
 from query.args import OUTCOMES, QUERY_MATCHES, QUERY_MODES, ROLES
-from query.catalog import render_catalog
+from query.commands import add_mcp_parser, add_serve_parser
 from query.errors import InvalidArgument, QueryError
-from query.mcp import add_mcp_parser
 from query.render import render
-from query.server import add_serve_parser
 from query.timespec import TimeSpecError, parse_time
 from query.transport import Backend
 from store.config import ConfigError, load_config
@@ -281,6 +279,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not as_text:
         text = _dump(result)
     elif action == "memory.catalog":
+        from query.catalog import render_catalog
+
         text = render_catalog(result)
     else:
         text = render(action, result)

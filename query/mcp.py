@@ -52,7 +52,7 @@ if TYPE_CHECKING:
 
     from query.transport import Backend
 
-__all__ = ["TOOLS", "Tool", "add_mcp_parser", "build_server", "call_tool", "run_mcp"]
+__all__ = ["TOOLS", "Tool", "build_server", "call_tool", "run_mcp"]
 
 SERVER_NAME: Final = "sessiondex"
 
@@ -451,28 +451,6 @@ async def serve_stdio(backend: Backend, cwd: str | None = None) -> None:
 
 
 # -------------------------------------------------------------------------------- CLI
-
-
-def add_mcp_parser(sub: Any) -> None:
-    """``query mcp``: registered on the ``query`` command's subparsers."""
-    sp = sub.add_parser(
-        "mcp",
-        help="serve the index to MCP clients (Claude Code, Codex) over stdio",
-        description="A Model Context Protocol server on stdin/stdout with the tools "
-        "memory_recall, memory_expand, memory_sessions and memory_catalog. Read-only; answers "
-        "through `query serve` when it runs, in-process otherwise.",
-        epilog="Example: claude mcp add sessiondex -- query mcp",
-    )
-    sp.add_argument("--config", help="configuration TOML (default: as every command)")
-    sp.add_argument(
-        "--cwd",
-        help="directory for `session` / `project` scopes (default: where the client started "
-        "this server)",
-    )
-    sp.add_argument(
-        "--no-server", action="store_true", help="answer in-process even when `query serve` runs"
-    )
-    sp.set_defaults(run=run_mcp)
 
 
 def run_mcp(ns: Any) -> int:

@@ -77,9 +77,6 @@ class ServeOptions:
     warm: bool = True
 
 
-_DEFAULTS = ServeOptions()
-
-
 def _error(code: str, message: str) -> dict[str, Any]:
     return {"ok": False, "error": {"code": code, "message": message}}
 
@@ -379,45 +376,6 @@ class QueryServer:
 
 
 # -------------------------------------------------------------------------------------- CLI
-
-
-def add_serve_parser(sub: Any) -> None:
-    """``query serve``: registered on the ``query`` command's subparsers."""
-    sp = sub.add_parser(
-        "serve",
-        help="run the read-only query server on the index socket (until SIGTERM/SIGINT)",
-        description="Serve recall / expand / sessions / catalog on <indexDir>/serve/query.sock "
-        "so that `query`, `query mcp` and query.client answer from one warm process. "
-        "Exit codes: 0 stopped cleanly; 2 bad configuration; 3 another server owns the socket.",
-        epilog="Example: query serve --config ~/.config/sessiondex/config.toml",
-    )
-    sp.add_argument("--config", help="configuration TOML (default: as every command)")
-    sp.add_argument(
-        "--request-timeout",
-        type=float,
-        default=_DEFAULTS.request_timeout,
-        help="seconds before a request is answered with request_timeout (default %(default)s)",
-    )
-    sp.add_argument(
-        "--max-request-bytes",
-        type=int,
-        default=_DEFAULTS.max_request_bytes,
-        help="largest request frame accepted (default %(default)s)",
-    )
-    sp.add_argument(
-        "--idle-timeout",
-        type=float,
-        default=_DEFAULTS.idle_timeout,
-        help="seconds before an idle client connection is closed (default %(default)s)",
-    )
-    sp.add_argument(
-        "--max-connections",
-        type=int,
-        default=_DEFAULTS.max_connections,
-        help="concurrent client connections; more are told to answer in-process",
-    )
-    sp.add_argument("--quiet", action="store_true", help="log warnings and errors only")
-    sp.set_defaults(run=run_serve)
 
 
 def run_serve(ns: Any) -> int:

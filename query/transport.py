@@ -29,16 +29,17 @@ import sys
 import threading
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 import blake3
 import orjson
 
-from query.catalog import catalog_for
-from query.engine import Engine
 from query.errors import InvalidArgument, QueryError
 from store.config import Config
 from store.errors import SnapshotMissing, StoreError
+
+if TYPE_CHECKING:
+    from query.engine import Engine
 
 __all__ = [
     "MAX_REQUEST_BYTES",
@@ -243,6 +244,9 @@ class Backend:
         """The in-process engine (created on first use)."""
         with self._lock:
             if self._engine is None:
+                # Imported here: a client answered by the server never loads the engine.
+                from query.engine import Engine
+
                 self._engine = Engine(self.config)
             return self._engine
 
@@ -378,6 +382,8 @@ def run_local(engine: Engine, op: str, args: Mapping[str, Any], cwd: str) -> dic
     if op == "sessions":
         return engine.sessions(args, cwd=cwd)
     if op == "catalog":
+        from query.catalog import catalog_for
+
         return catalog_for(engine, args, cwd=cwd)
     if op == "call":
         return engine.call(args, cwd=cwd)
