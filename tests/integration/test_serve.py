@@ -324,3 +324,24 @@ def test_a_removed_socket_is_bound_again(kit: Kit, threaded: QueryServer) -> Non
     wait_for(threaded.path.exists)
     with Backend(kit.config, server="require") as b:
         assert b.recall({"query": "flaky"}, cwd=CWD)["total"] == 1
+
+
+def test_an_index_path_longer_than_sun_path_still_serves(tmp_path: Path) -> None:
+    deep = tmp_path / ("d" * 60) / ("e" * 60)
+    kit = Kit(deep)
+    try:
+        corpus(kit)
+        assert len(str(socket_path(kit.config.index_dir))) > 108
+        server = QueryServer(kit.config)
+        server.start()
+        thread = threading.Thread(target=server.serve_forever, daemon=True)
+        thread.start()
+        try:
+            with Backend(kit.config, server="require") as b:
+                assert b.recall({"query": "flaky"}, cwd=CWD)["total"] == 1
+        finally:
+            server.shutdown()
+            thread.join(10)
+        assert not socket_path(kit.config.index_dir).exists()
+    finally:
+        kit.close()
