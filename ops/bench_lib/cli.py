@@ -141,8 +141,14 @@ def _fts5_build(db: Path, roots: list[str]) -> dict[str, Any]:
 def _latency(
     ask: Any, queries: list[Query], key: str, reps: int, make: Any
 ) -> tuple[dict[str, Any], dict[str, list[dict[str, Any]]]]:
+    """Per group: p50/p95/p99 of ``reps`` warm runs of each query, and what the last returned.
+
+    Where a query knows the planted file and the system names files (FTS5), ``hit1`` records
+    whether its top result is that file (informative: only our own hit@1 fails --check).
+    """
     per: dict[str, list[float]] = {}
     seen: dict[str, list[dict[str, Any]]] = {}
+    hits: dict[str, list[int]] = {}
     for q in queries:
         if getattr(q, key) is None:
             continue
@@ -152,7 +158,13 @@ def _latency(
             r = ask(request)
             per.setdefault(q.group, []).append(r["ms"])
         seen.setdefault(q.group, []).append({"label": q.label, **_brief(r)})
-    return {g: percentiles(v) for g, v in per.items()}, seen
+        want = q.expect.get("file")
+        if want and "top_file" in r:
+            hits.setdefault(q.group, []).append(int(str(r["top_file"]).endswith("/" + want)))
+    out: dict[str, Any] = {g: percentiles(v) for g, v in per.items()}
+    for g, v in hits.items():
+        out[g]["hit1"] = sum(v) / len(v)
+    return out, seen
 
 
 def _brief(r: dict[str, Any]) -> dict[str, Any]:

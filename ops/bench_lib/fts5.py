@@ -94,7 +94,13 @@ def serve(db: str) -> None:
         rows = [{"file": f, "line": n, "snippet": s, "score": b} for f, n, s, b in top]
         encoded = orjson.dumps(rows)
         ms = (time.perf_counter() - started) * 1000
-        reply = {"ms": ms, "n": len(top), "bytes": len(encoded), "error": error}
+        reply = {
+            "ms": ms,
+            "n": len(top),
+            "bytes": len(encoded),
+            "error": error,
+            "top_file": top[0][0] if top else None,
+        }
         out.write(orjson.dumps(reply) + b"\n")
         out.flush()
 

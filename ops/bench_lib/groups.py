@@ -90,7 +90,7 @@ def build_groups(manifest: dict[str, Any], *, per_group: int, seed: int) -> list
                 fts5=_fts_phrase([term]),
                 rg=("-F", "-c", "--", term),
                 agentsview=_av_search(term),
-                expect={"session": f"{p['agent']}:{p['session_id']}"},
+                expect={"session": f"{p['agent']}:{p['session_id']}", "file": p["file"]},
             )
         )
     for words in _MULTI:

@@ -186,6 +186,15 @@ def render(res: dict[str, Any]) -> str:
         lines.append(f"  {'PASS' if q['ok'] else 'FAIL'} {name}: {detail}")
         if bad:
             lines.append(f"       e.g. {str(bad)[:300]}")
+    peers = []
+    fts_hit = lat.get("fts5", {}).get("planted", {}).get("hit1")
+    if fts_hit is not None:
+        peers.append(f"FTS5 {fts_hit:.0%}")
+    av_hit = (av.get("hit1") or {}).get("planted")
+    if av_hit is not None:
+        peers.append(f"agentsview {av_hit:.0%} (its ranked search skips tool output)")
+    if peers:
+        lines.append("  others' planted hit@1 on the latency sample (not checked): " + "; ".join(peers))
     lines += ["", "Targets"]
     for t in res.get("targets", []):
         mark = {True: "met ", False: "MISS", None: "  ? "}[t["met"]]
