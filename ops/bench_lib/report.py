@@ -194,7 +194,7 @@ def render(res: dict[str, Any]) -> str:
     if av_hit is not None:
         peers.append(f"agentsview {av_hit:.0%} (its ranked search skips tool output)")
     if peers:
-        lines.append("  others' planted hit@1 on the latency sample (not checked): " + "; ".join(peers))
+        lines.append("  others' planted hit@1, latency sample (not checked): " + "; ".join(peers))
     lines += ["", "Targets"]
     for t in res.get("targets", []):
         mark = {True: "met ", False: "MISS", None: "  ? "}[t["met"]]
