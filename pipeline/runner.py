@@ -123,12 +123,15 @@ class InlineRunner:
                 return steps
         raise RuntimeError(f"the pipeline did not go idle in {max_steps} steps")
 
+    def written(self) -> dict[str, int]:
+        """Every byte the pipeline wrote so far, by kind of file."""
+        return {
+            "records": self.worker.engine.writer.bytes_written,
+            "manifests": self.writer.bytes_written,
+            "journal": self.journal.bytes_written,
+            "checkpoints": self.worker.checkpoints.bytes_written
+            + self.publisher.checkpoints.bytes_written,
+        }
+
     def bytes_written(self) -> int:
-        """Every byte the pipeline wrote: records, manifests, journal, checkpoints."""
-        return (
-            self.writer.bytes_written
-            + self.worker.engine.writer.bytes_written
-            + self.journal.bytes_written
-            + self.worker.checkpoints.bytes_written
-            + self.publisher.checkpoints.bytes_written
-        )
+        return sum(self.written().values())
