@@ -346,7 +346,12 @@ def run(ns: argparse.Namespace) -> dict[str, Any]:
     roots = [str(corpus / a) for a in ("pi", "claude", "codex")]
     res: dict[str, Any] = {"size": ns.size, "notes": []}
     notes: list[str] = res["notes"]
-    res["machine"] = {"cpus": os.cpu_count(), "python": sys.version.split()[0]}
+    # Other work on the machine skews every number: the load averages say how much there was.
+    res["machine"] = {
+        "cpus": os.cpu_count(),
+        "python": sys.version.split()[0],
+        "loadavg_start": [round(x, 2) for x in os.getloadavg()],
+    }
 
     _log(f"generating {sessions} sessions x {mean_kb} KB into {corpus}")
     manifest, gen_s = ensure_corpus(corpus, sessions, mean_kb, ns.seed, sys.executable)
@@ -389,6 +394,7 @@ def run(ns: argparse.Namespace) -> dict[str, Any]:
     finally:
         if serve is not None:
             serve.stop()
+    res["machine"]["loadavg_end"] = [round(x, 2) for x in os.getloadavg()]
     res["targets"] = evaluate(res)
     return res
 
