@@ -91,13 +91,12 @@ def _mb(kb: int | None) -> str:
 
 
 def render(res: dict[str, Any]) -> str:
-    c = res["corpus"]
+    c, m = res["corpus"], res["machine"]
     lines = [
         f"sessiondex bench, size {res['size']}: {c['sessions']} sessions, {c['files']} files, "
         f"{c['bytes'] / MB:.1f} MB, {c['lines']:,} JSONL lines; "
-        f"{res['machine']['cpus']} CPUs, Python {res['machine']['python']}, load average "
-        f"{res['machine']['loadavg_start'][0]} at start, {res['machine'].get('loadavg_end', ['?'])[0]}"
-        " at end",
+        f"{m['cpus']} CPUs, Python {m['python']}, load average {m['loadavg_start'][0]} at "
+        f"start, {m.get('loadavg_end', ['?'])[0]} at end",
         "",
         f"{'Build from empty':<34}{'wall s':>8}{'MB/s':>8}{'lines/s':>10}{'peak RSS MB':>13}",
     ]
