@@ -41,9 +41,12 @@ ACTIONS = ("memory.recall", "memory.expand", "memory.sessions")
 class Engine:
     """Answers requests from the newest published generation (see the module docstring)."""
 
-    def __init__(self, config: Config, *, budgets: Budgets | None = None) -> None:
+    def __init__(
+        self, config: Config, *, budgets: Budgets | None = None, term_index: str = "auto"
+    ) -> None:
         self.config = config
         self.budgets = budgets or Budgets()
+        self.term_index = term_index
         m = config.memory
         self.regex_limits = RegexLimits(
             max_pattern_bytes=m.regex_max_pattern_bytes,
@@ -94,6 +97,7 @@ class Engine:
             freshness=self.freshness,
             runner=self.runner if req.mode == "regex" else None,
             budgets=self.budgets,
+            term_index=self.term_index,
         )
 
     def expand(self, args: Mapping[str, Any], *, cwd: str | None = None) -> dict[str, Any]:

@@ -30,6 +30,7 @@ from query.vocabulary import TermIndex
 from store.errors import CorruptRecord, SchemaVersionError
 from store.reader import Snapshot
 from store.records import (
+    Address,
     ColdDigest,
     HotShard,
     Manifest,
@@ -51,6 +52,7 @@ __all__ = [
 
 NO_TIMESTAMP: Final = -(2**63)
 _ENTRIES_CACHE: Final = 8
+TERM_INDEX_AMORTIZE: Final = 64
 # Address tuple positions of the exact filter fields, in column order.
 FILTER_FIELDS: Final = (3, 4, 6, 7, 8, 9)
 
@@ -153,28 +155,47 @@ class Interner:
         return self.ids.get(value, -1)
 
 
-@dataclass(slots=True)
 class ColdSession:
-    """What recall needs of one cold digest view, with addresses as compact columns."""
+    """What recall needs of one cold digest view.
 
-    state: SessionState
-    vocabulary: bytes
-    vocabulary_terms: int
-    columns: tuple[array[int], ...]  # one per FILTER_FIELDS entry
-    timestamps: array[int]
-    counts: dict[tuple[int, int], int]
-    last_ts: int | None
-    address_count: int
+    Addresses turn into compact columns (interned ids, one ``array`` per filter field) the
+    first time a structural filter asks; a lexical query never pays for them.
+    """
 
-    @classmethod
-    def of(
-        cls, state: SessionState, digest: ColdDigest, branches: str, ids: Interner
-    ) -> ColdSession:
+    __slots__ = (
+        "_addresses",
+        "_columns",
+        "_counts",
+        "_ids",
+        "_stamps",
+        "address_count",
+        "last_ts",
+        "state",
+        "vocabulary",
+    )
+
+    def __init__(
+        self, state: SessionState, digest: ColdDigest, branches: str, ids: Interner
+    ) -> None:
         view = digest.view(branches)
+        self.state = state
+        self.vocabulary: bytes = view.vocabulary
+        self.last_ts = view.last_ts
+        self.address_count = len(view.addresses)
+        self._addresses: tuple[Address, ...] | None = view.addresses
+        self._ids = ids
+        self._columns: tuple[array[int], ...] = ()
+        self._stamps = array("q")
+        self._counts: dict[tuple[int, int], int] = {}
+
+    def _columnize(self) -> None:
+        addresses = self._addresses
+        if addresses is None:
+            return
+        ids = self._ids
         columns = tuple(array("I") for _ in FILTER_FIELDS)
-        stamps = array("q")
         counts: dict[tuple[int, int], int] = {}
-        for address in view.addresses:
+        for address in addresses:
             for col, pos in zip(columns, FILTER_FIELDS, strict=True):
                 value = ids.id(address[pos])  # type: ignore[arg-type]
                 col.append(value)
@@ -182,42 +203,36 @@ class ColdSession:
                     key = (pos, value)
                     counts[key] = counts.get(key, 0) + 1
             ts = address[5]
-            stamps.append(NO_TIMESTAMP if ts is None else ts)
-        vocabulary = view.vocabulary
-        return cls(
-            state=state,
-            vocabulary=vocabulary,
-            vocabulary_terms=vocabulary.count(b"\n") + 1 if vocabulary else 0,
-            columns=columns,
-            timestamps=stamps,
-            counts=counts,
-            last_ts=view.last_ts,
-            address_count=len(view.addresses),
-        )
+            self._stamps.append(NO_TIMESTAMP if ts is None else ts)
+        self._columns, self._counts, self._addresses = columns, counts, None
 
     def structural_matches(
-        self, exact: Sequence[tuple[int, int]], since: int | None, until: int | None
+        self, exact: Sequence[tuple[int, str]], since: int | None, until: int | None
     ) -> int:
-        """How many addresses satisfy every exact (field, id) pair and the time bounds."""
-        for key in exact:
-            if key not in self.counts:
+        """How many addresses satisfy every exact (field, value) pair and the time bounds."""
+        self._columnize()
+        wanted: list[tuple[int, int]] = []
+        for pos, value in exact:
+            key = (pos, self._ids.lookup(value))
+            if key not in self._counts:
                 return 0
+            wanted.append(key)
         if since is None and until is None:
-            if len(exact) == 1:
-                return self.counts[exact[0]]
-            if not exact:
+            if len(wanted) == 1:
+                return self._counts[wanted[0]]
+            if not wanted:
                 return self.address_count
-        cols = [(self.columns[FILTER_FIELDS.index(pos)], value) for pos, value in exact]
+        cols = [(self._columns[FILTER_FIELDS.index(pos)], vid) for pos, vid in wanted]
         low = NO_TIMESTAMP if since is None else since
         high = 2**63 - 1 if until is None else until
         n = 0
-        stamps = self.timestamps
+        stamps = self._stamps
         for i in range(self.address_count):
             ts = stamps[i]
             if ts != NO_TIMESTAMP and (ts < low or ts > high):
                 continue
-            for col, value in cols:
-                if col[i] != value:
+            for col, vid in cols:
+                if col[i] != vid:
                     break
             else:
                 n += 1
@@ -249,6 +264,7 @@ class Generation:
         self._hot: dict[str, HotIndex] = {}
         self._cold: dict[tuple[str, str], ColdSession] = {}
         self._terms: dict[str, tuple[TermIndex, dict[str, int]]] = {}
+        self._lookups: dict[str, int] = {}
         self._entries: OrderedDict[tuple[str, str], tuple[NormalizedEntry, ...]] = OrderedDict()
         self.ids = Interner()
 
@@ -323,7 +339,7 @@ class Generation:
         found = self._cold.get(key)
         if found is None:
             digest: ColdDigest = self._load(state.index_record, ColdDigest)
-            found = self._cold[key] = ColdSession.of(state, digest, branches, self.ids)
+            found = self._cold[key] = ColdSession(state, digest, branches, self.ids)
         return found
 
     def terms(self, branches: str) -> tuple[TermIndex, dict[str, int]]:
@@ -344,8 +360,19 @@ class Generation:
             found = self._terms[branches] = (TermIndex(blobs), numbers)
         return found
 
-    def has_terms(self, branches: str) -> bool:
-        return branches in self._terms
+    def want_terms(self, branches: str, lookups: int) -> bool:
+        """Whether to answer *lookups* (digest × term) vocabulary checks from the merged index.
+
+        Building it costs about as much as some fifty binary searches per cold digest, so it
+        is built once the searches done in this generation would have paid for it: a one-shot
+        CLI call never builds it, a long-lived engine does after a few broad queries.
+        """
+        if branches in self._terms:
+            return True
+        done = self._lookups.get(branches, 0) + lookups
+        self._lookups[branches] = done
+        cold = sum(1 for s in self.sessions if s.tier != "hot")
+        return done > TERM_INDEX_AMORTIZE * max(cold, 1)
 
     def entries(self, state: SessionState, branches: str) -> tuple[NormalizedEntry, ...]:
         """The complete normalized entries of one view (SessionEntries + its deltas)."""

@@ -38,11 +38,8 @@ from query.search import DEFAULT_BUDGETS, Budgets, ColdScope, HotScope, Plan, pl
 from store.records import NormalizedEntry, SessionState
 from store.tokens import term_counts
 
-__all__ = ["TERM_INDEX_THRESHOLD", "failure", "recall", "stale_pointer"]
+__all__ = ["failure", "recall", "stale_pointer"]
 
-# Above this many cold digests in scope, build (once per generation) the merged term index
-# instead of binary-searching each digest's vocabulary.
-TERM_INDEX_THRESHOLD: Final = 48
 STALE_REASON: Final = "stale_session"
 HYDRATION_LIFTS: Final = frozenset(
     {"max_entry_chars", "max_cold_vocabulary_bytes", "max_cold_cache_bytes"}
@@ -198,16 +195,6 @@ def _aligned(display: Iterable[NormalizedEntry], complete: tuple[NormalizedEntry
     )
 
 
-def _exact_ids(gen: Generation, req: RecallRequest) -> tuple[tuple[int, int], ...] | None:
-    out: list[tuple[int, int]] = []
-    for pos, value in req.filters.exact():
-        found = gen.ids.lookup(value)
-        if found < 0:
-            return None
-        out.append((pos, found))
-    return tuple(out)
-
-
 def recall(
     gen: Generation,
     req: RecallRequest,
@@ -217,8 +204,13 @@ def recall(
     freshness: Freshness,
     runner: RegexRunner | None,
     budgets: Budgets = DEFAULT_BUDGETS,
+    term_index: str = "auto",
 ) -> dict[str, Any]:
-    """Answer one recall request (see the module docstring)."""
+    """Answer one recall request (see the module docstring).
+
+    ``term_index`` is ``auto`` (build the merged cold term index once it pays), ``always`` or
+    ``never``; the answer is the same either way.
+    """
     resolved: Resolved = resolve_scope(
         gen, req.scope, cwd=req.cwd or cwd, agent=req.agent, roots=roots
     )
@@ -310,10 +302,12 @@ def recall(
                     continue
                 searched.append(s)
             terms = None
-            if plan.kind in ("literal", "phrase") and (
-                gen.has_terms(req.branches) or len(colds) > TERM_INDEX_THRESHOLD
-            ):
-                terms = gen.terms(req.branches)
+            if plan.kind in ("literal", "phrase") and plan.terms:
+                lookups = len(colds) * len(plan.terms)
+                if term_index == "always" or (
+                    term_index == "auto" and gen.want_terms(req.branches, lookups)
+                ):
+                    terms = gen.terms(req.branches)
             cold_scope = ColdScope(tuple(colds), terms)
     incomplete = 0
     for s in searched:
@@ -326,7 +320,6 @@ def recall(
         req.filters,
         hot=hot_scope,
         cold=cold_scope,
-        exact_ids=_exact_ids(gen, req),
         runner=runner,
         budgets=budgets,
     )

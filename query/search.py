@@ -285,24 +285,17 @@ def _hot_browse(scope: HotScope, cand: _Candidates, filters: Filters) -> list[It
 # ------------------------------------------------------------------------------------- cold
 
 
-def _eligible(cold: ColdScope, filters: Filters, ids: _Ids) -> list[tuple[ColdSession, int]]:
+def _eligible(cold: ColdScope, filters: Filters) -> list[tuple[ColdSession, int]]:
     """Digests that hold at least one address matching the filters, with that count."""
     if not filters.any:
         return [(c, 0) for c in cold.sessions]
-    exact = ids.exact
-    if exact is None:  # a filter value no address has: nothing can match
-        return []
+    exact = filters.exact()
     out: list[tuple[ColdSession, int]] = []
     for c in cold.sessions:
         n = c.structural_matches(exact, filters.since, filters.until)
         if n > 0:
             out.append((c, n))
     return out
-
-
-@dataclass(frozen=True, slots=True)
-class _Ids:
-    exact: tuple[tuple[int, int], ...] | None
 
 
 def _cold_terms(
@@ -452,14 +445,12 @@ def search(
     *,
     hot: HotScope | None,
     cold: ColdScope | None,
-    exact_ids: tuple[tuple[int, int], ...] | None,
     runner: RegexRunner | None,
     budgets: Budgets = DEFAULT_BUDGETS,
 ) -> SearchResult:
     """Run *plan* over the hot and cold scopes; see the module docstring."""
     result = SearchResult()
-    ids = _Ids(exact_ids)
-    eligible = _eligible(cold, filters, ids) if cold is not None else []
+    eligible = _eligible(cold, filters) if cold is not None else []
     items: list[Item] = []
     if plan.kind == "regex":
         if runner is None:

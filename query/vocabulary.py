@@ -13,6 +13,7 @@ thing costs a few bytes per distinct term plus four per (term, digest) pair.
 from __future__ import annotations
 
 from array import array
+from collections import defaultdict
 from collections.abc import Sequence
 
 __all__ = ["TermIndex", "blob_contains", "blob_terms"]
@@ -50,16 +51,11 @@ class TermIndex:
     __slots__ = ("_blob", "_offsets", "_postings", "_starts", "terms")
 
     def __init__(self, vocabularies: Sequence[bytes]) -> None:
-        merged: dict[bytes, list[int]] = {}
+        merged: defaultdict[bytes, list[int]] = defaultdict(list)
         for number, blob in enumerate(vocabularies):
-            if not blob:
-                continue
-            for term in blob.split(b"\n"):
-                holders = merged.get(term)
-                if holders is None:
-                    merged[term] = [number]
-                else:
-                    holders.append(number)
+            if blob:
+                for term in blob.split(b"\n"):
+                    merged[term].append(number)
         ordered = sorted(merged)
         self.terms = len(ordered)
         self._blob = b"".join(ordered)

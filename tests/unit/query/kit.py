@@ -28,6 +28,7 @@ class Kit:
         self.config = self.pi.write_config(**memory)
         self._engine: Engine | None = None
         self.budgets: Budgets | None = None
+        self.term_index = "auto"
 
     def configure(self, **memory: Any) -> None:
         self.memory = {**self.memory, **memory}
@@ -57,7 +58,7 @@ class Kit:
     @property
     def engine(self) -> Engine:
         if self._engine is None:
-            self._engine = Engine(self.config, budgets=self.budgets)
+            self._engine = Engine(self.config, budgets=self.budgets, term_index=self.term_index)
         return self._engine
 
     def recall(self, cwd: str = CWD, **args: Any) -> dict[str, Any]:

@@ -278,6 +278,7 @@ def queries(draw: st.DrawFn) -> dict[str, Any]:
     query=queries(),
     scope=st.sampled_from(["project", "global", "explicit"]),
     page_size=st.integers(1, 4),
+    term_index=st.sampled_from(["never", "always"]),
 )
 def test_engine_matches_the_brute_force_reference(
     sessions: tuple[tuple[str, int, list[dict[str, Any]]], ...],
@@ -285,9 +286,11 @@ def test_engine_matches_the_brute_force_reference(
     query: dict[str, Any],
     scope: str,
     page_size: int,
+    term_index: str,
 ) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         kit = Kit(Path(tmp) / "k", hotSessions=hot)
+        kit.term_index = term_index
         try:
             for i, (cwd, mtime, records) in enumerate(sessions):
                 kit.session(f"s{i}", records, cwd=cwd, mtime_s=mtime)
