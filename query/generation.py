@@ -20,12 +20,12 @@ from __future__ import annotations
 import os
 from array import array
 from collections import OrderedDict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final, TypeVar
 
-from query.postings import decode_pairs, shift_pairs
+from query.postings import shift_pairs
 from query.vocabulary import TermIndex
 from store.errors import CorruptRecord, SchemaVersionError
 from store.reader import Snapshot
@@ -391,8 +391,3 @@ class Generation:
         while len(self._entries) > _ENTRIES_CACHE:
             self._entries.popitem(last=False)
         return found
-
-
-def iter_pairs(data: bytes) -> Iterable[tuple[int, int]]:
-    pairs = decode_pairs(data)
-    return zip(pairs[0::2], pairs[1::2], strict=True)

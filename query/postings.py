@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys
 from array import array
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import Final
 
 __all__ = ["build_postings", "decode_pairs", "encode_pairs", "shift_pairs"]
@@ -54,7 +54,3 @@ def build_postings(counts: Sequence[Counter[str]]) -> dict[str, bytes]:
             arr.append(pos)
             arr.append(tf)
     return {t: encode_pairs(a) for t, a in lists.items()}
-
-
-def concat(parts: Iterable[bytes]) -> bytes:
-    return b"".join(parts)

@@ -346,7 +346,6 @@ def _cold_terms(
 
 def _regex(
     hot: HotScope | None,
-    cold: ColdScope | None,
     eligible: list[tuple[ColdSession, int]],
     plan: Plan,
     filters: Filters,
@@ -455,7 +454,7 @@ def search(
     if plan.kind == "regex":
         if runner is None:
             raise RuntimeError("regex mode needs a RegexRunner")
-        items = _regex(hot, cold, eligible, plan, filters, runner, budgets, result)
+        items = _regex(hot, eligible, plan, filters, runner, budgets, result)
     else:
         if hot is not None:
             cand = _select(hot, filters, budgets.entries)
