@@ -9,7 +9,9 @@
 Each request pins the generation current when it starts (``refresh`` first), so a long-lived
 engine (a server, a test) follows the indexer without reloading anything that did not change,
 and a one-shot CLI call loads only what its request touches. Results are the seed's plain
-JSON objects. The engine never writes: not to the index, not to the sources.
+JSON objects. The engine never writes: not to the index, not to the sources. Requests must
+not run concurrently on one engine (its caches fill lazily); ``query serve`` runs them all on
+one engine thread.
 """
 
 from __future__ import annotations
