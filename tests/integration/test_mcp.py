@@ -211,3 +211,34 @@ def test_acceptance_planted_term_is_rank_1_over_a_generated_corpus(tmp_path: Pat
             assert first["entryId"] == p.entry_id
         tiers.add(first["tier"])
     assert tiers == {"hot", "cold"}  # both ways a session can be found
+
+
+class FakeBackend:
+    """Stands in for Backend in call_tool: answers from canned results, records arguments."""
+
+    def __init__(self, result: dict[str, Any]) -> None:
+        self.result = result
+        self.seen: list[tuple[str, Any]] = []
+
+    def __getattr__(self, op: str) -> Callable[..., dict[str, Any]]:
+        def run(args: Any, *, cwd: str) -> dict[str, Any]:
+            self.seen.append((op, dict(args)))
+            return self.result
+
+        return run
+
+
+def test_call_tool_unwraps_tokens_and_bounds_long_listings() -> None:
+    from query.mcp import call_tool
+    from query.u16 import json_length
+
+    rows = [{"id": f"pi:{i}", "file": f"/s/{'x' * 200}{i}.jsonl", "cwd": "/w"} for i in range(500)]
+    fake = FakeBackend({"scope": "global", "branches": "active", "sessions": rows})
+    listing, failed = call_tool(fake, "memory_sessions", {"scope": "global"}, cwd="/w")
+    assert failed is False and json_length(listing) <= 30_000
+    assert listing["omittedSessions"] == 500 - len(listing["sessions"]) > 0
+    token = {"ref": "memory.expand", "args": {"session": "/s.jsonl", "indices": [2]}}
+    call_tool(fake, "memory_expand", token, cwd="/w")
+    assert fake.seen[-1] == ("expand", {"session": "/s.jsonl", "indices": [2]})
+    wrong, failed = call_tool(fake, "memory_recall", token, cwd="/w")
+    assert failed is True and wrong["error"]["code"] == "invalid_argument"
