@@ -106,29 +106,50 @@ class ShardData:
 
 
 class HotIndex:
-    """Every shard of one branch mode plus the global term map over their postings.
+    """Every shard of one branch mode, and the global term map over their postings.
 
-    ``terms[t]`` lists ``(shard number, posting bytes)`` for every shard whose entries contain
-    *t*; the bytes are decoded only when a query asks for *t*.
+    ``postings(t)`` lists ``(shard number, posting bytes)`` for every shard whose entries
+    contain *t*; the bytes are decoded only by the query that asks. The merged map costs one
+    dict operation per (shard, term), which a one-shot call would pay for a handful of terms,
+    so until the lookups made through this index add up to that cost, a lookup asks each
+    shard's own postings (one dict probe per shard) and the merged map is built after.
     """
 
-    __slots__ = ("number", "shards", "terms")
+    __slots__ = ("_cost", "_merged", "_work", "number", "shards")
 
     def __init__(self, shards: Sequence[ShardData]) -> None:
         self.shards = list(shards)
         self.number = {s.state.path: i for i, s in enumerate(self.shards)}
-        terms: dict[str, list[tuple[int, bytes]]] = {}
+        self._merged: dict[str, list[tuple[int, bytes]]] | None = None
+        self._cost = sum(len(s.postings) for s in self.shards)
+        self._work = 0
+
+    def merge(self) -> None:
+        """Build the global term map now (a long-lived engine may warm it up front)."""
+        if self._merged is not None:
+            return
+        merged: dict[str, list[tuple[int, bytes]]] = {}
         for i, shard in enumerate(self.shards):
             for term, data in shard.postings.items():
-                chunks = terms.get(term)
+                chunks = merged.get(term)
                 if chunks is None:
-                    terms[term] = [(i, data)]
+                    merged[term] = [(i, data)]
                 else:
                     chunks.append((i, data))
-        self.terms = terms
+        self._merged = merged
 
     def postings(self, term: str) -> list[tuple[int, bytes]]:
-        return self.terms.get(term, [])
+        if self._merged is None:
+            self._work += len(self.shards)
+            if self._work <= self._cost:
+                return [
+                    (i, data)
+                    for i, shard in enumerate(self.shards)
+                    if (data := shard.postings.get(term)) is not None
+                ]
+            self.merge()
+        assert self._merged is not None
+        return self._merged.get(term, [])
 
 
 # ------------------------------------------------------------------------------------- cold
@@ -319,6 +340,15 @@ class Generation:
             complete_text=False,
         )
 
+    def hot_shard(self, state: SessionState, branches: str) -> ShardData:
+        """One hot session's shard, from the global hot index when that is built already."""
+        index = self._hot.get(branches)
+        if index is not None:
+            number = index.number.get(state.path)
+            if number is not None:
+                return index.shards[number]
+        return self.shard(state, branches)
+
     def hot(self, branches: str) -> HotIndex:
         """The global hot index of *branches*; a shard that cannot be read is left out."""
         found = self._hot.get(branches)
@@ -373,6 +403,11 @@ class Generation:
         self._lookups[branches] = done
         cold = sum(1 for s in self.sessions if s.tier != "hot")
         return done > TERM_INDEX_AMORTIZE * max(cold, 1)
+
+    def warm(self, branches: str = "active") -> None:
+        """Build every shared structure now (a long-lived process, between requests)."""
+        self.hot(branches).merge()
+        self.terms(branches)
 
     def entries(self, state: SessionState, branches: str) -> tuple[NormalizedEntry, ...]:
         """The complete normalized entries of one view (SessionEntries + its deltas)."""

@@ -172,7 +172,7 @@ def hydrate(gen: Generation, state: SessionState, branches: str, plan: Plan) -> 
         shard = None
         if state.tier == "hot":
             try:
-                shard = gen.shard(state, branches)
+                shard = gen.hot_shard(state, branches)
             except RecordUnavailable:
                 shard = None
         if shard is not None and _aligned(shard.entries, entries):
@@ -208,8 +208,8 @@ def recall(
 ) -> dict[str, Any]:
     """Answer one recall request (see the module docstring).
 
-    ``term_index`` is ``auto`` (build the merged cold term index once it pays), ``always`` or
-    ``never``; the answer is the same either way.
+    ``term_index`` is ``auto`` (build the merged hot and cold term maps once they pay),
+    ``always`` or ``never``; the answer is the same either way.
     """
     resolved: Resolved = resolve_scope(
         gen, req.scope, cwd=req.cwd or cwd, agent=req.agent, roots=roots
@@ -287,6 +287,8 @@ def recall(
         cold_states = [s for s in obs.searchable if s.tier != "hot"]
         if hot_states:
             index = gen.hot(req.branches)
+            if term_index == "always":
+                index.merge()
             numbers = [index.number[s.path] for s in hot_states if s.path in index.number]
             if len(numbers) < len(hot_states):
                 reasons.add("source_unavailable")
