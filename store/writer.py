@@ -36,6 +36,7 @@ StoredRecord = SessionEntries | HotShard | ColdDigest
 
 _TEMP_PREFIX: Final = "."
 _LOCK_NAME: Final = "lock"
+_SERVE_NAME: Final = "serve"
 
 
 @dataclass(frozen=True, slots=True)
@@ -277,7 +278,8 @@ class StoreWriter:
         except FileNotFoundError:
             return
         own = {p.name for p in self.layout.derived()}
-        if present - {_LOCK_NAME} and not present & own:
+        # The query server's socket folder may exist before anything was ever indexed.
+        if present - {_LOCK_NAME, _SERVE_NAME} and not present & own:
             raise NotAnIndex(root)
         with self.lock():
             for path in self.layout.derived():

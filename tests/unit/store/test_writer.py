@@ -401,6 +401,15 @@ def test_wipe_of_missing_empty_or_lock_only_folders(tmp_path: Path) -> None:
     StoreWriter(tmp_path).wipe()
 
 
+def test_wipe_accepts_a_folder_holding_only_the_query_servers_socket(tmp_path: Path) -> None:
+    # Given `query serve` started before anything was indexed
+    (tmp_path / "serve").mkdir()
+    (tmp_path / "serve" / "query.sock").write_bytes(b"")
+    # Then a rebuild may still wipe (and keeps the server's folder)
+    StoreWriter(tmp_path).wipe()
+    assert sorted(os.listdir(tmp_path)) == ["lock", "serve"]
+
+
 def test_wipe_waits_for_no_one(tmp_path: Path) -> None:
     a = StoreWriter(tmp_path)
     _publish_session(a, 1, "one")
