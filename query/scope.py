@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable, Sequence
+import stat
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,6 +32,7 @@ from store.records import AGENTS, SessionState
 __all__ = ["Resolved", "Target", "resolve_scope", "resolve_target"]
 
 _CLAUDE_SLUG = re.compile(r"[^A-Za-z0-9]")
+STALE = "stale_session"
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,7 +158,7 @@ def resolve_target(
     if skipped is not None:
         return Target(unindexed=Unindexed(real, skipped.agent, skipped.reason))
     if os.path.isfile(real):
-        return Target(unindexed=Unindexed(real, "", "stale_session", stale=True))
+        return Target(unindexed=Unindexed(real, "", STALE, stale=True))
     return Target(
         error={
             "code": "session_not_found",
@@ -181,21 +183,77 @@ def _pi_dir(cwd: str) -> str:
     return "--" + re.sub(r"[/\\:]", "-", cwd.lstrip("/\\")) + "--"
 
 
-def _skipped_in_project(
+def _project_dirs(
     gen: Generation, forms: Sequence[str], agent: str | None
+) -> list[tuple[str, str]]:
+    """(agent, folder) pairs where Pi and Claude keep the sessions of the caller's cwd."""
+    out: list[tuple[str, str]] = []
+    for name, root in gen.manifest.roots.items():
+        if agent is not None and name != agent:
+            continue
+        if name == "pi":
+            folders = {_pi_dir(f) for f in forms}
+        elif name == "claude":
+            folders = {_CLAUDE_SLUG.sub("-", f) for f in forms}
+        else:
+            continue  # Codex folders are dated, not named after the cwd
+        out.extend((name, os.path.join(root, folder)) for folder in sorted(folders))
+    return out
+
+
+def _in_folder(path: str, folder: str) -> bool:
+    return _under(path, folder)
+
+
+def _skipped_in_project(
+    gen: Generation, dirs: Sequence[tuple[str, str]], agent: str | None
 ) -> list[Unindexed]:
-    """Skipped files whose folder encodes the caller's cwd (Pi and Claude name them so)."""
-    names = {_pi_dir(f) for f in forms} | {_CLAUDE_SLUG.sub("-", f) for f in forms}
+    """Skipped files inside the caller's project folders."""
+    return [
+        Unindexed(s.path, s.agent, s.reason)
+        for s in gen.skipped.values()
+        if (agent is None or s.agent == agent)
+        and any(_in_folder(s.path, folder) for _, folder in dirs)
+    ]
+
+
+def _session_files(folder: str, *, recursive: bool) -> Iterator[tuple[str, int]]:
+    """(path, mtime_ns) of the ``*.jsonl`` regular files under *folder*, as discovery sees them."""
+    if recursive:
+        walker: Iterable[tuple[str, list[str], list[str]]] = os.walk(folder, followlinks=False)
+    else:
+        try:
+            names = os.listdir(folder)
+        except OSError:
+            return
+        walker = [(folder, [], names)]
+    for dirpath, _, filenames in walker:
+        for name in filenames:
+            if not name.endswith(".jsonl") or name.startswith("."):
+                continue
+            path = os.path.join(dirpath, name)
+            try:
+                st = os.lstat(path)
+            except OSError:
+                continue
+            if stat.S_ISREG(st.st_mode):
+                yield path, st.st_mtime_ns
+
+
+def _unseen(
+    gen: Generation, folders: Iterable[tuple[str, str]], *, recursive: bool, newer_than: int = 0
+) -> list[Unindexed]:
+    """Session files the generation has never seen: written after it was published.
+
+    They are eligible, and the index is behind on them, so they count as stale; an empty
+    answer over a scope that has one is not authoritative.
+    """
     out: list[Unindexed] = []
-    for s in gen.skipped.values():
-        if agent is not None and s.agent != agent:
-            continue
-        root = gen.manifest.roots.get(s.agent)
-        if root is None or not _under(s.path, root):
-            continue
-        first = os.path.relpath(s.path, root).split(os.sep, 1)[0]
-        if first in names:
-            out.append(Unindexed(s.path, s.agent, s.reason))
+    for agent, folder in folders:
+        for path, mtime_ns in _session_files(folder, recursive=recursive):
+            if mtime_ns < newer_than or path in gen.by_path or path in gen.skipped:
+                continue
+            out.append(Unindexed(path, agent, STALE, stale=True))
     return out
 
 
@@ -222,6 +280,8 @@ def resolve_scope(
             for s in gen.skipped.values()
             if agent is None or s.agent == agent
         ]
+        agent_roots = [(a, r) for a, r in gen.manifest.roots.items() if agent is None or a == agent]
+        skipped += _unseen(gen, agent_roots, recursive=True)
         return Resolved(scope, tuple(sessions), tuple(skipped), reasons)
     forms = _cwd_forms(cwd)
     seen: dict[str, SessionState] = {}
@@ -230,7 +290,11 @@ def resolve_scope(
             if agent is None or s.agent == agent:
                 seen[s.path] = s
     ordered = sorted(seen.values(), key=order_key)
+    dirs = _project_dirs(gen, forms, agent)
     if scope.kind == "session":
-        primary = [s for s in ordered if not s.sidechain]
-        return Resolved(scope, tuple(primary[:1]), (), reasons)
-    return Resolved(scope, tuple(ordered), tuple(_skipped_in_project(gen, forms, agent)), reasons)
+        chosen = [s for s in ordered if not s.sidechain][:1]
+        # a session file newer than the chosen one is the real "newest session" here
+        newer = _unseen(gen, dirs, recursive=False, newer_than=chosen[0].mtime_ns if chosen else 0)
+        return Resolved(scope, tuple(chosen), tuple(newer[:1]), reasons)
+    unindexed = _skipped_in_project(gen, dirs, agent) + _unseen(gen, dirs, recursive=False)
+    return Resolved(scope, tuple(ordered), tuple(unindexed), reasons)

@@ -431,7 +431,7 @@ def test_budgets_name_their_reasons(kit: Kit) -> None:
 def test_session_scope_is_the_newest_session_of_the_cwd(kit: Kit) -> None:
     kit.session("old", chat("old", "needle old"), mtime_s=1000)
     kit.session("new", chat("new", "needle new"), mtime_s=2000)
-    kit.session("else", chat("else", "needle elsewhere", cwd="/elsewhere"), mtime_s=3000)
+    kit.session("else", chat("else", "needle", cwd="/elsewhere"), cwd="/elsewhere", mtime_s=3000)
     kit.build()
     assert [h["sessionId"] for h in kit.recall(query="needle")["hits"]] == ["pi:new"]
     project = {h["sessionId"] for h in kit.recall(query="needle", scope="project")["hits"]}
@@ -552,3 +552,20 @@ def test_entries_rank_before_sessions_on_equal_score_and_mtime(kit: Kit) -> None
         ("entry", "pi:a", 1),
         ("session", "pi:b", None),
     ]
+
+
+def test_sessions_written_after_the_generation_are_stale_not_absent(kit: Kit) -> None:
+    kit.session("old", chat("old", "needle"), mtime_s=1000)
+    kit.session("other", chat("other", "x", cwd="/elsewhere"), cwd="/elsewhere", mtime_s=1000)
+    kit.build()
+    assert kit.recall(query="needle", scope="project")["coverage"]["complete"] is True
+    kit.session("new", chat("new", "needle too"), mtime_s=2000)
+    kit.session("far", chat("far", "needle", cwd="/elsewhere"), cwd="/elsewhere", mtime_s=2000)
+    for scope, eligible in (("session", 1), ("project", 2), ("global", 4)):
+        coverage = kit.recall(query="needle", scope=scope)["coverage"]
+        assert coverage["complete"] is False, scope
+        assert coverage["staleSessions"] >= 1 and "stale_session" in coverage["reasons"]
+        assert coverage["eligibleSessions"] == eligible + (scope == "session")
+    kit.build()
+    assert kit.recall(query="needle", scope="project")["coverage"]["complete"] is True
+    assert kit.recall(query="needle", scope="session")["hits"][0]["sessionId"] == "pi:new"
