@@ -569,3 +569,35 @@ def test_sessions_written_after_the_generation_are_stale_not_absent(kit: Kit) ->
     kit.build()
     assert kit.recall(query="needle", scope="project")["coverage"]["complete"] is True
     assert kit.recall(query="needle", scope="session")["hits"][0]["sessionId"] == "pi:new"
+
+
+def test_index_wide_budget_reasons_and_skipped_files_count(kit: Kit) -> None:
+    from dataclasses import replace
+
+    from store.records import SkippedFile
+    from store.writer import StoreWriter
+
+    kit.session("a", chat("a", "needle"), mtime_s=3000)
+    pending = kit.session("b", chat("b", "needle"), mtime_s=2000)
+    kit.build()
+    # a generation published mid-catch-up: one session done, one left for the next batch
+    writer = StoreWriter(kit.config.index_dir)
+    with writer.lock():
+        current = kit.engine.refresh().manifest
+        writer.publish(
+            replace(
+                current,
+                generation=current.generation + 1,
+                sessions=tuple(s for s in current.sessions if s.path != str(pending)),
+                skipped=(SkippedFile(str(pending), "pi", "max_sync_sessions"),),
+                reasons=("max_sync_sessions",),
+            )
+        )
+    page = kit.recall(query="needle", scope="project")
+    coverage = page["coverage"]
+    assert (coverage["indexedSessions"], coverage["eligibleSessions"]) == (1, 2)
+    assert coverage["reasons"] == ["max_sync_sessions"] and coverage["complete"] is False
+    assert page["total"] == 1
+    explicit = kit.recall(query="needle", scope=f"session:{pending}")
+    assert explicit["coverage"]["reasons"] == ["max_sync_sessions"]
+    assert kit.expand(session=str(pending), indices=[0])["error"]["code"] == "source_unavailable"
