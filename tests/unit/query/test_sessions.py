@@ -1,0 +1,50 @@
+"""memory.sessions: the §1.5 rows (plus agent), newest first, bounded, honest when stale."""
+
+from __future__ import annotations
+
+import re
+
+from tests.helpers import header, user
+from tests.unit.query.kit import CWD, T0, Kit
+
+
+def test_rows_are_newest_first_with_tiers_counts_and_fingerprints(kit: Kit) -> None:
+    kit.configure(hotSessions=1)
+    new = kit.session(
+        "new", [header("n", CWD), user("u", None, "a", T0), user("v", "u", "b", T0)], mtime_s=2000
+    )
+    kit.session("old", [header("o", CWD), user("u", None, "a", T0)], mtime_s=1000)
+    kit.build()
+    listing = kit.sessions(scope="project")
+    assert listing["scope"] == "project" and listing["branches"] == "active"
+    assert "coverage" not in listing
+    first, second = listing["sessions"]
+    assert first == {
+        "id": "pi:n",
+        "agent": "pi",
+        "file": str(new),
+        "cwd": CWD,
+        "mtime": 2_000_000,
+        "entryCount": 2,
+        "tier": "hot",
+        "branches": "active",
+        "lineageFingerprint": first["lineageFingerprint"],
+    }
+    assert re.fullmatch(r"[0-9a-f]{64}", first["lineageFingerprint"])
+    assert (second["id"], second["tier"]) == ("pi:o", "cold")
+    assert [s["id"] for s in kit.sessions(scope="project", limit=1)["sessions"]] == ["pi:n"]
+    assert kit.sessions(scope="project", agent="codex")["sessions"] == []
+    assert [s["id"] for s in kit.sessions()["sessions"]] == ["pi:n"]  # scope session
+    every = kit.sessions(scope="project", branches="all")["sessions"][0]
+    assert every["branches"] == "all" and every["lineageFingerprint"] != first["lineageFingerprint"]
+
+
+def test_stale_listing_says_so(kit: Kit) -> None:
+    path = kit.session("s", [header("s", CWD), user("u", None, "a", T0)])
+    kit.build()
+    kit.append(path, [user("v", "u", "b", T0 + 1)])
+    listing = kit.sessions(scope="project")
+    assert listing["coverage"]["staleSessions"] == 1
+    assert listing["coverage"]["reasons"] == ["stale_session"]
+    amb = kit.sessions(scope="session:nobody")
+    assert amb["sessions"] == [] and amb["error"]["code"] == "session_not_found"
