@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import os
 import re
-import stat
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -217,27 +216,31 @@ def _skipped_in_project(
     ]
 
 
-def _session_files(folder: str, *, recursive: bool) -> Iterator[tuple[str, int]]:
-    """(path, mtime_ns) of the ``*.jsonl`` regular files under *folder*, as discovery sees them."""
-    if recursive:
-        walker: Iterable[tuple[str, list[str], list[str]]] = os.walk(folder, followlinks=False)
-    else:
+def _session_files(folder: str, *, recursive: bool) -> Iterator[os.DirEntry[str]]:
+    """The ``*.jsonl`` regular files under *folder*, as discovery sees them (no symlinks).
+
+    Directory entries carry their type, so known files cost no ``stat`` at all.
+    """
+    pending = [folder]
+    while pending:
         try:
-            names = os.listdir(folder)
+            with os.scandir(pending.pop()) as it:
+                entries = list(it)
         except OSError:
-            return
-        walker = [(folder, [], names)]
-    for dirpath, _, filenames in walker:
-        for name in filenames:
-            if not name.endswith(".jsonl") or name.startswith("."):
-                continue
-            path = os.path.join(dirpath, name)
+            continue
+        for entry in entries:
             try:
-                st = os.lstat(path)
+                if entry.is_dir(follow_symlinks=False):
+                    if recursive:
+                        pending.append(entry.path)
+                elif (
+                    entry.name.endswith(".jsonl")
+                    and not entry.name.startswith(".")
+                    and entry.is_file(follow_symlinks=False)
+                ):
+                    yield entry
             except OSError:
                 continue
-            if stat.S_ISREG(st.st_mode):
-                yield path, st.st_mtime_ns
 
 
 def _unseen(
@@ -250,9 +253,16 @@ def _unseen(
     """
     out: list[Unindexed] = []
     for agent, folder in folders:
-        for path, mtime_ns in _session_files(folder, recursive=recursive):
-            if mtime_ns < newer_than or path in gen.by_path or path in gen.skipped:
+        for entry in _session_files(folder, recursive=recursive):
+            path = entry.path
+            if path in gen.by_path or path in gen.skipped:
                 continue
+            if newer_than:
+                try:
+                    if entry.stat(follow_symlinks=False).st_mtime_ns < newer_than:
+                        continue
+                except OSError:
+                    continue
             out.append(Unindexed(path, agent, STALE, stale=True))
     return out
 
