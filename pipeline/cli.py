@@ -1,5 +1,6 @@
 """The `pipeline` command: parse → call the library → render; one error funnel.
 
+    pipeline run [--config FILE] [--processes N]          the always-on indexer (until SIGTERM)
     pipeline run --once [--config FILE] [--processes N]   catch up and exit
     pipeline status [--json] [--config FILE]               coverage and health
     pipeline rebuild [--config FILE]                       delete derived state, index again
@@ -7,7 +8,8 @@
     pipeline generate --out DIR --sessions N --mean-kb K   write a synthetic corpus
 
 Exit codes: 0 done; 1 done, but some sessions could not be indexed (a bug: see the log);
-2 bad arguments or configuration; 3 the index is locked by another writer; 4 no index yet.
+2 bad arguments or configuration; 3 the index is locked by another writer; 4 no index yet;
+5 a pipeline process could not start (`pipeline run`; its traceback is in the log).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from dataclasses import replace
 
 import orjson
 import structlog
@@ -23,13 +26,13 @@ from pipeline import __version__
 from pipeline.indexer import build_index, tty_progress
 from pipeline.logs import configure_logging
 from pipeline.status import collect_status, render_status
-from store.config import ConfigError, load_config
+from store.config import Config, ConfigError, load_config
 from store.errors import StoreError, StoreLocked
 from store.writer import StoreWriter
 
 __all__ = ["main"]
 
-EXIT_OK, EXIT_PARTIAL, EXIT_USAGE, EXIT_LOCKED, EXIT_NO_INDEX = 0, 1, 2, 3, 4
+EXIT_OK, EXIT_PARTIAL, EXIT_USAGE, EXIT_LOCKED, EXIT_NO_INDEX, EXIT_BOOT_FAILED = 0, 1, 2, 3, 4, 5
 
 log = structlog.get_logger()
 
@@ -53,7 +56,10 @@ def _parser() -> argparse.ArgumentParser:
         sp.add_argument("-q", "--quiet", action="store_true", help="log warnings and errors only")
 
     run = sub.add_parser(
-        "run", help="index the configured roots", epilog="Example: pipeline run --once"
+        "run",
+        help="index the configured roots, then keep the index current until stopped",
+        epilog="Example: pipeline run (always on; stop with SIGTERM or Ctrl-C), "
+        "pipeline run --once (catch up and exit)",
     )
     common(run)
     run.add_argument(
@@ -62,9 +68,25 @@ def _parser() -> argparse.ArgumentParser:
         help="catch up with every root, publish a generation and exit",
     )
     run.add_argument(
-        "--processes", type=int, default=None, help="worker processes (default: one per CPU)"
+        "--processes",
+        type=_positive_int,
+        default=None,
+        help="worker processes (default: one per CPU, at most 4 when always on)",
     )
-    run.add_argument("--json", action="store_true", help="print the run report as JSON")
+    run.add_argument("--json", action="store_true", help="print the run report as JSON (--once)")
+    run.add_argument(
+        "--reconcile-seconds",
+        type=_positive_float,
+        default=None,
+        help="always on: how often to rescan the roots for changes no event reported (default: 60)",
+    )
+    run.add_argument(
+        "--merge-after",
+        type=_positive_float,
+        default=None,
+        help="always on: seconds a session must be quiet before its appended deltas are "
+        "merged into new records (default: 30)",
+    )
 
     st = sub.add_parser(
         "status", help="coverage and health of the index", epilog="Example: pipeline status --json"
@@ -124,11 +146,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return EXIT_PARTIAL if report.failed and report.errors else EXIT_OK
         if args.command == "run":
             if not args.once:
-                sys.stderr.write(
-                    "pipeline run: the always-on mode is not available yet; "
-                    "use `pipeline run --once` to catch up and exit\n"
-                )
-                return EXIT_USAGE
+                return _run_always_on(config, args)
             report = build_index(config, processes=args.processes, progress=tty_progress())
             if args.json:
                 sys.stdout.write(orjson.dumps(report.as_dict()).decode() + "\n")
@@ -143,3 +161,46 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stderr.write(f"pipeline: {exc}\n")
         return EXIT_NO_INDEX
     raise AssertionError(f"unhandled command {args.command}")
+
+
+def _run_always_on(config: Config, args: argparse.Namespace) -> int:
+    from pipeline.settings import RunSettings
+    from pipeline.supervisor import ProcessSupervisor
+
+    defaults = RunSettings()
+    engine = defaults.engine
+    if args.merge_after is not None:
+        engine = replace(engine, merge_quiet_s=args.merge_after)
+    settings = replace(
+        defaults,
+        workers=args.processes or defaults.workers,
+        reconcile_s=args.reconcile_seconds or defaults.reconcile_s,
+        engine=engine,
+    )
+    supervisor = ProcessSupervisor(
+        config,
+        settings,
+        log_json=True if args.log_json else not sys.stderr.isatty(),
+        log_level=30 if args.quiet else 20,
+    )
+    code = supervisor.run()
+    if code == EXIT_BOOT_FAILED:
+        sys.stderr.write(
+            "pipeline run: a pipeline process could not start; its traceback is in the log "
+            "(event pipeline.boot_failed)\n"
+        )
+    return code
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    value = float(text)
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be positive, got {text}")
+    return value

@@ -3,18 +3,28 @@
 It compares CURRENT's manifest with a fresh look at the roots: a session whose stamp moved
 since it was indexed is *stale*, a file the manifest does not know is *new*, and a session
 whose records carry coverage reasons is *incomplete* (named, with its reasons).
+
+The ``pipeline`` section is the always-on pipeline's health, read from disk so it works
+whether or not `pipeline run` is running: the journal head and every stage's checkpoint, the
+lag (events journaled but not yet published, and how long the oldest has waited), and what
+the supervisor last wrote about its processes (state, restarts, heartbeat age, last error).
 """
 
 from __future__ import annotations
 
 import os
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from pipeline.discovery import discover
+from pipeline.resume import PUBLISH_STAGE
+from store.checkpoints import CheckpointStore
 from store.config import Config
-from store.errors import SnapshotMissing
+from store.errors import SnapshotMissing, StoreError
+from store.journal import FileJournal
+from store.layout import IndexLayout
 from store.reader import open_snapshot
 
 __all__ = ["Status", "collect_status", "render_status"]
@@ -43,6 +53,7 @@ class Status:
     new_sessions: list[str] = field(default_factory=list)
     skipped_sessions: list[dict[str, str]] = field(default_factory=list)
     agents: dict[str, int] = field(default_factory=dict)
+    pipeline: dict[str, Any] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
         def ratio(a: int, b: int) -> float | None:
@@ -76,6 +87,7 @@ class Status:
             "staleSessions": self.stale_sessions,
             "newSessions": self.new_sessions,
             "skippedSessions": self.skipped_sessions,
+            "pipeline": self.pipeline,
         }
 
 
@@ -90,9 +102,81 @@ def _tree_bytes(root: Path) -> int:
     return total
 
 
+def _alive(pid: object) -> bool:
+    if not isinstance(pid, int) or pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def collect_pipeline(config: Config, now_ns: int | None = None) -> dict[str, Any]:
+    """The always-on pipeline's journal, positions, lag and processes (never writes)."""
+    from pipeline.supervisor import read_run_state  # keeps `status` light when unused
+
+    now_ns = time.time_ns() if now_ns is None else now_ns
+    layout = IndexLayout(config.index_dir)
+    checkpoints = CheckpointStore(layout.checkpoints).all()
+    journal = FileJournal(layout.journal)
+    try:
+        stats = journal.statistics()
+        published = checkpoints.get(PUBLISH_STAGE)
+        after = published.position if published is not None else stats.first - 1
+        pending = journal.read(after, limit=1) if stats.head > after else []
+    except StoreError:
+        stats, after, pending = None, -1, []
+    finally:
+        journal.close()
+    positions: dict[str, int] = {"watch": stats.head if stats else -1}
+    positions.update({name: c.position for name, c in sorted(checkpoints.items())})
+    oldest = (now_ns - pending[0].observed_ns) / 1e9 if pending else None
+    run = read_run_state(config.index_dir) or {}
+    running = run.get("state") in ("running", "stopping") and _alive(run.get("pid"))
+    workers = []
+    for child in run.get("children", []):
+        beat = child.get("heartbeatAt")
+        workers.append(
+            {
+                "name": child.get("name"),
+                "role": child.get("role"),
+                "pid": child.get("pid"),
+                "state": child.get("state") if running else "stopped",
+                "restarts": child.get("restarts", 0),
+                "heartbeatAgeSeconds": round(now_ns / 1e9 - beat / 1e3, 3)
+                if running and isinstance(beat, int | float)
+                else None,
+                "lastError": child.get("lastError"),
+                "stats": child.get("stats", {}),
+            }
+        )
+    return {
+        "running": running,
+        "pid": run.get("pid") if running else None,
+        "state": run.get("state", "never run") if running else "stopped",
+        "journal": {
+            "first": stats.first if stats else None,
+            "head": stats.head if stats else None,
+            "segments": stats.segments if stats else 0,
+            "bytes": stats.bytes if stats else 0,
+        },
+        "positions": positions,
+        "lag": {
+            "events": max(0, stats.head - after) if stats else 0,
+            "oldestPendingSeconds": round(oldest, 3) if oldest is not None else None,
+        },
+        "workers": workers,
+        "restarts": sum(w["restarts"] for w in workers),
+    }
+
+
 def collect_status(config: Config) -> Status:
     """Read CURRENT and the roots; never writes."""
     status = Status(index_dir=str(config.index_dir))
+    status.pipeline = collect_pipeline(config)
     candidates, problems = discover(config.roots)
     live = {c.path: c for c in candidates}
     status.eligible = len(candidates) + len(problems)
@@ -105,6 +189,7 @@ def collect_status(config: Config) -> Status:
     manifest = snapshot.manifest
     status.generation = manifest.generation
     status.published_ns = manifest.created_ns
+    status.pipeline["lastGenerationAt"] = manifest.created_ns // 1_000_000
     status.reasons = list(manifest.reasons)
     status.index_bytes = _tree_bytes(config.index_dir)
     known: set[str] = set()
@@ -145,12 +230,40 @@ def collect_status(config: Config) -> Status:
     return status
 
 
+def _render_pipeline(p: dict[str, Any]) -> list[str]:
+    if not p:
+        return []
+    lag = p["lag"]
+    oldest = lag["oldestPendingSeconds"]
+    positions = ", ".join(f"{k} {v}" for k, v in p["positions"].items())
+    lines = [
+        f"pipeline    {'running (pid ' + str(p['pid']) + ')' if p['running'] else 'not running'}"
+        f"; lag {lag['events']} events"
+        + (f", oldest waiting {oldest:.1f}s" if oldest is not None else "")
+        + f"; {p['restarts']} restarts",
+        f"journal     head {p['journal']['head']}; positions {positions}",
+    ]
+    for w in p["workers"]:
+        age = w["heartbeatAgeSeconds"]
+        line = (
+            f"worker      {w['name']}: {w['state']}"
+            + (f", pid {w['pid']}" if p["running"] else "")
+            + (f", heartbeat {age:.1f}s ago" if age is not None else "")
+            + f", {w['restarts']} restarts"
+        )
+        if w["lastError"]:
+            line += f"; last error: {w['lastError']}"
+        lines.append(line)
+    return lines
+
+
 def render_status(status: Status) -> str:
     d = status.as_dict()
     if d["generation"] is None:
         return (
             f"index {d['indexDir']}: nothing published yet; {d['eligible']} eligible sessions.\n"
             "Run `pipeline run --once` to build the index.\n"
+            + "".join(line + "\n" for line in _render_pipeline(d["pipeline"]))
         )
     ratio = d["cacheSourceRatio"]
     lines = [
@@ -163,6 +276,7 @@ def render_status(status: Status) -> str:
         f"bytes       source {d['sourceBytes']['total']:,}; index {d['indexBytes']:,} "
         f"(hot ratio {ratio['hot']}, cold ratio {ratio['cold']}, index ratio {ratio['index']})",
     ]
+    lines += _render_pipeline(d["pipeline"])
     if d["reasons"]:
         lines.append("reasons     " + ", ".join(d["reasons"]))
     for s in d["incompleteSessions"]:

@@ -1,0 +1,336 @@
+"""The processes the supervisor spawns: what each runs, and how it reports back.
+
+Every child is started with ``multiprocess``'s "spawn" context and receives only picklable
+values (the config, the settings, shared flags, its end of a pipe). It then:
+
+1. dies with its parent (Linux ``PR_SET_PDEATHSIG``; elsewhere it polls ``getppid``), so a
+   supervisor killed with SIGKILL leaves no orphan behind;
+2. ignores SIGINT (a terminal's Ctrl-C reaches the whole process group; the supervisor decides)
+   and turns SIGTERM into a stop flag;
+3. boots its role (``watcher``, ``index``, ``publisher``) and says ``("ready", pid)``, or
+   ``("boot_failed", traceback)`` and exits with ``EXIT_BOOT``;
+4. runs ``loop_once`` until told to stop, beating its heartbeat and sending ``("stats", …)``
+   once a second; a crash sends ``("crashed", traceback)`` before the process exits.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import queue
+import signal
+import sys
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Final, Protocol
+
+import structlog
+
+from pipeline.indexer import policy_of
+from pipeline.logs import configure_logging
+from pipeline.resume import journal_start
+from pipeline.settings import RunSettings
+from pipeline.watcher import Observers, Watcher
+from pipeline.workers import IndexWorker, Publisher, WorkerBatch
+from store.config import Config
+from store.journal import FileJournal
+from store.layout import IndexLayout
+from store.writer import StoreWriter
+
+__all__ = ["EXIT_BOOT", "EXIT_ORPHANED", "ChildSpec", "Flag", "Shared", "Stopping", "child_main"]
+
+log = structlog.get_logger()
+
+EXIT_BOOT: Final = 3
+EXIT_ORPHANED: Final = 4
+_STATS_EVERY_S: Final = 1.0
+_PR_SET_PDEATHSIG: Final = 1
+
+
+class Stopping(Exception):
+    """Raised inside a child's loop when a stop was requested while it waited."""
+
+
+@dataclass(frozen=True, slots=True)
+class ChildSpec:
+    """Everything a child needs, picklable."""
+
+    role: str
+    name: str
+    config: Config
+    settings: RunSettings
+    parent_pid: int
+    worker_id: int = 0
+    log_json: bool = True
+    log_level: int = 20
+
+
+class _Value(Protocol):
+    value: Any
+
+
+class Flag:
+    """A stop flag in shared memory, with no lock: a child killed at any moment can never
+    leave it held. (A ``multiprocessing.Event`` can: its ``set`` waits for every sleeper to
+    acknowledge, and a sleeper killed by SIGKILL never does.)"""
+
+    def __init__(self, value: _Value) -> None:
+        self._value = value  # a RawValue("b"), shared with children at spawn
+
+    def set(self) -> None:
+        self._value.value = 1
+
+    def clear(self) -> None:
+        self._value.value = 0
+
+    def is_set(self) -> bool:
+        return bool(self._value.value)
+
+    def wait(self, timeout: float) -> bool:
+        """Sleep up to *timeout* seconds, waking within 20 ms of the flag being set."""
+        deadline = time.monotonic() + timeout
+        while not self.is_set():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            time.sleep(min(left, 0.02))
+        return self.is_set()
+
+
+class _Conn(Protocol):
+    def send(self, obj: Any) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Shared:
+    """The supervisor's shared objects a child uses (each created once by the supervisor)."""
+
+    stop: Flag
+    heartbeat: _Value
+    published: _Value
+    results: Any = None  # the bounded index → publisher queue of the current group
+
+
+class _Role(Protocol):
+    def loop_once(self, now: float) -> bool: ...
+
+    def statistics(self) -> dict[str, object]: ...
+
+    def close(self) -> None: ...
+
+
+def child_main(spec: ChildSpec, shared: Shared, conn: _Conn) -> None:
+    """The target of every spawned child."""
+    _die_with_parent(spec.parent_pid)
+    terminated: list[int] = []
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, lambda signum, frame: terminated.append(signum))
+    configure_logging(json=spec.log_json, level=spec.log_level)
+    structlog.contextvars.bind_contextvars(process=spec.name)
+
+    def stopping() -> bool:
+        return bool(terminated) or shared.stop.is_set()
+
+    try:
+        role = _boot(spec, shared, stopping)
+    except BaseException:
+        conn.send(("boot_failed", traceback.format_exc()))
+        sys.exit(EXIT_BOOT)
+    conn.send(("ready", os.getpid()))
+    try:
+        _run(spec, shared, conn, role, stopping)
+    except Stopping:
+        pass
+    except BaseException:
+        conn.send(("crashed", traceback.format_exc()))
+        sys.exit(1)
+    finally:
+        with contextlib.suppress(Exception):
+            role.close()
+    conn.send(("stopped", os.getpid()))
+
+
+def _run(
+    spec: ChildSpec, shared: Shared, conn: _Conn, role: _Role, stopping: Callable[[], bool]
+) -> None:
+    settings = spec.settings
+    idle = settings.idle_min_s
+    stats_at = 0.0
+    while not stopping():
+        now = time.monotonic()
+        shared.heartbeat.value = time.time()
+        if os.getppid() != spec.parent_pid:
+            os._exit(EXIT_ORPHANED)  # the supervisor is gone: nothing may outlive it
+        busy = role.loop_once(now)
+        if now - stats_at >= _STATS_EVERY_S:
+            conn.send(("stats", role.statistics()))
+            stats_at = now
+        if busy:
+            idle = settings.idle_min_s
+        else:
+            shared.stop.wait(idle)
+            idle = min(idle * 2, settings.idle_max_s)
+
+
+def _die_with_parent(parent_pid: int) -> None:
+    if sys.platform.startswith("linux"):
+        with contextlib.suppress(OSError, AttributeError):
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != parent_pid:
+        os._exit(EXIT_ORPHANED)  # the parent died before the line above took effect
+
+
+def _boot(spec: ChildSpec, shared: Shared, stopping: Callable[[], bool]) -> _Role:
+    if spec.role == "watcher":
+        return _WatcherRole(spec, shared)
+    if spec.role == "index":
+        return _IndexRole(spec, shared, stopping)
+    if spec.role == "publisher":
+        return _PublisherRole(spec, shared, stopping)
+    raise ValueError(f"unknown role {spec.role!r}")
+
+
+class _WatcherRole:
+    def __init__(self, spec: ChildSpec, shared: Shared) -> None:
+        config = spec.config
+        layout = IndexLayout(config.index_dir)
+        self.config = config
+        self.journal = FileJournal(
+            layout.journal, writable=True, start_at=journal_start(config.index_dir)
+        )
+        self.watcher = Watcher(
+            config,
+            self.journal,
+            policy=policy_of(config).fingerprint(),
+            published=lambda: int(shared.published.value),
+            settings=spec.settings,
+        )
+        self.watcher.boot()
+        self.observers = Observers(self.watcher)
+        self.observers.start(config.roots)
+        self._reconciles = 0
+
+    def loop_once(self, now: float) -> bool:
+        busy = self.watcher.loop_once(now)
+        if self.watcher.reconciles != self._reconciles:
+            self._reconciles = self.watcher.reconciles
+            self.observers.watch_new_roots(self.config.roots)  # a root may appear later
+        return busy
+
+    def statistics(self) -> dict[str, object]:
+        s = self.watcher.statistics()
+        return {
+            "head": s.head,
+            "known": s.known,
+            "dirty": s.dirty,
+            "journaled": s.journaled,
+            "reconciles": s.reconciles,
+            "bytesWritten": s.journal_bytes,
+            "heldBack": s.held_back,
+        }
+
+    def close(self) -> None:
+        self.observers.stop()
+        self.journal.close()
+
+
+class _QueueOutbox:
+    def __init__(self, results: Any, stopping: Callable[[], bool]) -> None:
+        self.results = results
+        self.stopping = stopping
+
+    def put(self, batch: WorkerBatch) -> None:
+        while True:
+            try:
+                self.results.put(batch, timeout=0.2)
+                return
+            except queue.Full:
+                if self.stopping():
+                    raise Stopping from None
+
+
+class _QueueInbox:
+    def __init__(self, results: Any) -> None:
+        self.results = results
+
+    def get(self, timeout: float) -> WorkerBatch | None:
+        try:
+            if timeout <= 0:
+                batch: WorkerBatch = self.results.get(block=False)
+            else:
+                batch = self.results.get(timeout=timeout)
+        except queue.Empty:
+            return None
+        return batch
+
+
+class _IndexRole:
+    def __init__(self, spec: ChildSpec, shared: Shared, stopping: Callable[[], bool]) -> None:
+        config = spec.config
+        self.journal = FileJournal(IndexLayout(config.index_dir).journal)
+        self.worker = IndexWorker(
+            config,
+            worker_id=spec.worker_id,
+            settings=spec.settings,
+            journal=self.journal,
+            outbox=_QueueOutbox(shared.results, stopping),
+            policy=policy_of(config),
+        )
+        self.worker.boot()
+
+    def loop_once(self, now: float) -> bool:
+        return self.worker.loop_once(now)
+
+    def statistics(self) -> dict[str, object]:
+        return self.worker.statistics()
+
+    def close(self) -> None:
+        self.worker.flush(time.monotonic())
+        self.journal.close()
+
+
+class _PublisherRole:
+    """Holds the writer lock for its whole life; drains the queue before it stops."""
+
+    def __init__(self, spec: ChildSpec, shared: Shared, stopping: Callable[[], bool]) -> None:
+        config = spec.config
+        self.stack = contextlib.ExitStack()
+        self.writer = StoreWriter(config.index_dir)
+        self.stack.enter_context(self.writer.lock())
+        self.journal = FileJournal(IndexLayout(config.index_dir).journal)
+        self.inbox = _QueueInbox(shared.results)
+
+        def published(position: int) -> None:
+            shared.published.value = position
+
+        self.publisher = Publisher(
+            config,
+            settings=spec.settings,
+            inbox=self.inbox,
+            journal=self.journal,
+            policy=policy_of(config),
+            writer=self.writer,
+            on_published=published,
+        )
+        self.publisher.boot(time.monotonic())
+        self.wait = spec.settings.idle_max_s
+
+    def loop_once(self, now: float) -> bool:
+        # Block on the queue itself: a handed-over batch is published at once.
+        return self.publisher.loop_once(now, wait=self.wait)
+
+    def statistics(self) -> dict[str, object]:
+        return self.publisher.statistics()
+
+    def close(self) -> None:
+        try:
+            now = time.monotonic()
+            self.publisher.loop_once(now)  # whatever the stopped workers handed over last
+            self.publisher.flush(now)
+        finally:
+            self.stack.close()
+            self.journal.close()
