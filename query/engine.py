@@ -77,7 +77,9 @@ class Engine:
             if current is None:
                 raise SnapshotMissing(self.config.index_dir)
             if self._generation is None or self._generation.generation != current:
-                self._generation = Generation(open_snapshot(self.config.index_dir))
+                self._generation = Generation(
+                    open_snapshot(self.config.index_dir), previous=self._generation
+                )
             return self._generation
 
     @property

@@ -266,7 +266,7 @@ class ColdSession:
 class Generation:
     """The query side's view of one published generation (see the module docstring)."""
 
-    def __init__(self, snapshot: Snapshot) -> None:
+    def __init__(self, snapshot: Snapshot, previous: Generation | None = None) -> None:
         self.snapshot = snapshot
         self.manifest: Manifest = snapshot.manifest
         self.generation = snapshot.generation
@@ -283,11 +283,46 @@ class Generation:
             self.by_cwd.setdefault(os.path.normpath(s.cwd) if s.cwd else "", []).append(s)
         self._real: dict[str, SessionState] | None = None
         self._hot: dict[str, HotIndex] = {}
-        self._cold: dict[tuple[str, str], ColdSession] = {}
+        self._shards: dict[tuple[SessionState, str], ShardData] = {}
+        # decoded base shards by record name: an append adds a delta, the base stays the same
+        self._bases: dict[str, HotShard] = {}
+        self._cold: dict[tuple[SessionState, str], ColdSession] = {}
         self._terms: dict[str, tuple[TermIndex, dict[str, int]]] = {}
         self._lookups: dict[str, int] = {}
-        self._entries: OrderedDict[tuple[str, str], tuple[NormalizedEntry, ...]] = OrderedDict()
+        self._entries: OrderedDict[tuple[SessionState, str], tuple[NormalizedEntry, ...]] = (
+            OrderedDict()
+        )
         self.ids = Interner()
+        if previous is not None:
+            self._carry(previous)
+
+    def _carry(self, previous: Generation) -> None:
+        """Keep what the previous generation built for sessions that did not change.
+
+        A live pipeline publishes a generation per batch of appends, usually touching one or
+        two hot sessions; rebuilding every shard, cold column and the merged cold term index
+        for each would put seconds between an append and the next answer. Everything is keyed
+        by the complete SessionState (stamp, hashes, record names), so a changed session is
+        never served from the old one's structures.
+        """
+        self.ids = previous.ids  # cold columns hold ids of this interner
+        live = set(self.sessions)
+        self._shards = {k: v for k, v in previous._shards.items() if k[0] in live}
+        bases = {s.index_record for s in self.sessions if s.tier == "hot"}
+        self._bases = {k: v for k, v in previous._bases.items() if k in bases}
+        self._cold = {k: v for k, v in previous._cold.items() if k[0] in live}
+        for key, value in previous._entries.items():
+            if key[0] in live:
+                self._entries[key] = value
+        for branches, (index, numbers) in previous._terms.items():
+            if self._cold_key() == previous._cold_key():
+                self._terms[branches] = (index, numbers)
+            else:
+                # the merged index pays for itself again only after as many lookups
+                self._lookups[branches] = previous._lookups.get(branches, 0)
+
+    def _cold_key(self) -> tuple[SessionState, ...]:
+        return tuple(s for s in self.sessions if s.tier == "cold")
 
     # -- lookups ----------------------------------------------------------------------------
 
@@ -318,7 +353,15 @@ class Generation:
 
     def shard(self, state: SessionState, branches: str) -> ShardData:
         """A hot session's display entries and postings, its delta records appended."""
-        base: HotShard = self._load(state.index_record, HotShard)
+        found = self._shards.get((state, branches))
+        if found is None:
+            found = self._shards[(state, branches)] = self._build_shard(state, branches)
+        return found
+
+    def _build_shard(self, state: SessionState, branches: str) -> ShardData:
+        base = self._bases.get(state.index_record)
+        if base is None:
+            base = self._bases[state.index_record] = self._load(state.index_record, HotShard)
         view = base.view(branches)
         entries = list(view.entries)
         counts = list(view.token_counts)
@@ -365,7 +408,7 @@ class Generation:
         return found
 
     def cold(self, state: SessionState, branches: str) -> ColdSession:
-        key = (state.path, branches)
+        key = (state, branches)
         found = self._cold.get(key)
         if found is None:
             digest: ColdDigest = self._load(state.index_record, ColdDigest)
@@ -411,7 +454,7 @@ class Generation:
 
     def entries(self, state: SessionState, branches: str) -> tuple[NormalizedEntry, ...]:
         """The complete normalized entries of one view (SessionEntries + its deltas)."""
-        key = (state.path, branches)
+        key = (state, branches)
         found = self._entries.get(key)
         if found is not None:
             self._entries.move_to_end(key)
