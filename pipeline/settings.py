@@ -47,7 +47,7 @@ class RunSettings:
     restart_max_s: float = 30.0
     healthy_after_s: float = 60.0
     stall_s: float = 600.0
-    shutdown_s: float = 20.0
+    shutdown_s: float = 10.0  # per phase: the workers, then the publisher
     engine: EngineSettings = field(default_factory=EngineSettings)
 
     def __post_init__(self) -> None:
