@@ -213,8 +213,12 @@ class SessionEngine:
 
     # -- merges ----------------------------------------------------------------------------
 
-    def merges_due(self, now: float, states: Mapping[str, SessionState]) -> list[str]:
-        """Sessions with deltas that grew too big or have been quiet long enough."""
+    def merges_due(
+        self, now: float, states: Mapping[str, SessionState], *, urgent_only: bool = False
+    ) -> list[str]:
+        """Sessions with deltas that grew too big or have been quiet long enough; with
+        *urgent_only*, those whose deltas passed twice the threshold (a session appended to
+        without a pause must still merge some time)."""
         due: list[str] = []
         quiet = self.settings.merge_quiet_s
         for path, state in states.items():
@@ -222,14 +226,17 @@ class SessionEngine:
                 continue
             since = self._changed.setdefault(path, now)
             hot = self._hot.get(path)
-            if now - since >= quiet or (hot is not None and self._too_big(hot)):
+            if urgent_only:
+                if hot is not None and self._too_big(hot, factor=2):
+                    due.append(path)
+            elif now - since >= quiet or (hot is not None and self._too_big(hot)):
                 due.append(path)
         return due
 
-    def _too_big(self, hot: HotSession) -> bool:
+    def _too_big(self, hot: HotSession, factor: float = 1) -> bool:
         s = self.settings
         base = hot.state.index_bytes + hot.state.entries_bytes
-        return hot.delta_bytes > max(s.merge_min_bytes, s.merge_ratio * base)
+        return hot.delta_bytes > factor * max(s.merge_min_bytes, s.merge_ratio * base)
 
     # -- the append path -------------------------------------------------------------------
 

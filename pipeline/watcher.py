@@ -102,6 +102,9 @@ class Watcher:
                 view[s.path] = Known(
                     s.agent, s.dev, s.inode, s.size, s.mtime_ns, s.ctime_ns, s.source_hash
                 )
+            for k in manifest.skipped:
+                # Known but never read: the first scan retries it, or reports it gone.
+                view[k.path] = Known(k.agent, -1, -1, -1, -1, -1, None)
         for event in _all_after(self.journal, resume_after(self.config.index_dir, self.journal)):
             known = known_from_event(event)
             if known is None:

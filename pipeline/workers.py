@@ -34,7 +34,7 @@ from pipeline.engine import DELETE, Change, Drop, SessionEngine, Skip, Upsert
 from pipeline.resume import PUBLISH_STAGE, resume_after, usable_manifest
 from pipeline.settings import RunSettings
 from stages.policy import Policy
-from stages.tier import COLD, assign_tiers
+from stages.tier import COLD, HOT, assign_tiers
 from store.checkpoints import Checkpoint, CheckpointStore
 from store.codec import encode
 from store.config import Config
@@ -117,6 +117,7 @@ class IndexWorker:
         self.mtimes: dict[str, int] = {}
         self.events = 0
         self._tiers: dict[str, str] = {}
+        self._boundary: tuple[float, str] | None = None
         self._checkpointed = -1
         self._checkpoint_at = 0.0
 
@@ -130,7 +131,7 @@ class IndexWorker:
             self.skipped = {k.path: k for k in manifest.skipped if self.owns(k.path)}
         self.position = resume_after(self.config.index_dir, self.journal)
         self._checkpointed = self.position
-        self._tiers = assign_tiers(self.mtimes.items(), self.config.memory.hot_sessions)
+        self._retier_all()
 
     def owns(self, path: str) -> bool:
         return shard_of(path, self.workers) == self.worker_id
@@ -142,6 +143,7 @@ class IndexWorker:
         events = self.journal.read(self.position, limit=self.settings.batch_events)
         if events:
             self._handle(events)
+            self._maintain(now, urgent_only=True)
             self._checkpoint(now, idle=False)
             return True
         if self._maintain(now):
@@ -151,15 +153,15 @@ class IndexWorker:
 
     def _handle(self, events: list[SourceEvent]) -> None:
         groups: dict[str, list[SourceEvent]] = {}
+        moved = False
         for e in events:
-            if e.kind == DELETE:
-                self.mtimes.pop(e.path, None)
-            else:
-                self.mtimes[e.path] = e.mtime_ns
+            moved |= self._move(e)
             if self.owns(e.path):
                 groups.setdefault(e.path, []).append(e)
         self.events += len(events)
-        tiers = assign_tiers(self.mtimes.items(), self.config.memory.hot_sessions)
+        if moved:
+            self._retier_all()
+        tiers = self._tiers
         changes: list[Change] = []
         flushed = self.clock()
         for path, group in groups.items():
@@ -172,12 +174,12 @@ class IndexWorker:
                 # A long batch (a backlog of whole builds) still publishes as it goes.
                 self._send(self.position, changes)
                 changes, flushed = [], self.clock()
-        if tiers != self._tiers:
+        if moved:
             changes += self._retier(tiers)
-            self._tiers = tiers
         self.position = events[-1].position
         self._send(self.position, changes)
-        log.info(
+        # Every worker reads every event: only the one that owns a session logs at info.
+        (log.info if groups else log.debug)(
             "stage.index.done",
             worker=self.worker_id,
             position=self.position,
@@ -185,6 +187,36 @@ class IndexWorker:
             sessions=len(groups),
             changes=len(changes),
         )
+
+    def _move(self, event: SourceEvent) -> bool:
+        """Record the event's mtime; True when the set of hot sessions may have changed.
+
+        Most events are appends to a session that is already hot (its mtime only grows), so
+        the global order is recomputed only when a session could cross the boundary.
+        """
+        path = event.path
+        before = self.mtimes.get(path)
+        hot = self._tiers.get(path) == HOT
+        if event.kind == DELETE:
+            self.mtimes.pop(path, None)
+            self._tiers.pop(path, None)
+            return hot
+        self.mtimes[path] = event.mtime_ns
+        if hot:
+            return before is None or event.mtime_ns < before  # could fall behind
+        if self._boundary is None or (-event.mtime_ns, path) < self._boundary:
+            return True  # fewer sessions than hot slots, or it overtakes the last hot one
+        self._tiers[path] = COLD
+        return False
+
+    def _retier_all(self) -> None:
+        self._tiers = assign_tiers(self.mtimes.items(), self.config.memory.hot_sessions)
+        hot = [(-self.mtimes[p], p) for p, t in self._tiers.items() if t == HOT]
+        full = len(hot) >= self.config.memory.hot_sessions
+        # The key of the last hot session; None while every session fits in the hot set.
+        self._boundary = max(hot) if full and hot else None
+        if self.config.memory.hot_sessions == 0:
+            self._boundary = (float("-inf"), "")
 
     def _retier(self, tiers: dict[str, str]) -> list[Change]:
         """Rebuild sessions whose tier moved (the new record is stored before the manifest
@@ -199,9 +231,10 @@ class IndexWorker:
                 log.info("session.retiered", path=path, tier=want)
         return changes
 
-    def _maintain(self, now: float) -> bool:
-        """One merge of a session's deltas into a new base, when one is due."""
-        for path in self.engine.merges_due(now, self.states):
+    def _maintain(self, now: float, *, urgent_only: bool = False) -> bool:
+        """One merge of a session's deltas into a new base, when one is due (when busy, only
+        one whose deltas passed twice the merge threshold)."""
+        for path in self.engine.merges_due(now, self.states, urgent_only=urgent_only):
             state = self.states[path]
             change = self.engine.merge(path, state.agent, self._tiers.get(path, state.tier))
             self._record(change)
@@ -232,6 +265,10 @@ class IndexWorker:
         self.checkpoints.write(Checkpoint(self.name, INDEX_VERSION, self.position, time.time_ns()))
         self._checkpointed = self.position
         self._checkpoint_at = now
+
+    def flush(self, now: float) -> None:
+        """Write the checkpoint now (at shutdown)."""
+        self._checkpoint(now, idle=True)
 
     def statistics(self) -> dict[str, object]:
         return {
@@ -324,7 +361,8 @@ class Publisher:
             self.position = self._candidate
             self.on_published(self.position)
         self._checkpoint(now, idle=not got)
-        if not got and not published:
+        overdue = now - self._gc_at >= 2 * self.settings.gc_interval_s
+        if (not got and not published) or overdue:
             self._collect(now)
         return bool(got) or published
 

@@ -8,19 +8,24 @@ files: same sessions, same stamps, same record bytes.
 from __future__ import annotations
 
 import os
+import tempfile
 from dataclasses import replace
 from pathlib import Path
 
 import orjson
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-from pipeline.indexer import build_index
-from pipeline.runner import InlineRunner
+from pipeline.indexer import build_index, policy_of
+from pipeline.runner import InlineRunner, Mailbox
 from pipeline.settings import RunSettings
-from pipeline.testing import FakeClock
+from pipeline.testing import FakeClock, MemoryJournal
+from pipeline.workers import IndexWorker
+from stages.tier import assign_tiers
 from store.config import Config
 from store.reader import open_snapshot
-from store.records import HotShard, Manifest
+from store.records import HotShard, Manifest, SourceEvent
 from tests.helpers import PiRoot, assistant, header, jsonl, user
 
 T0 = 1_700_000_000_000
@@ -291,3 +296,78 @@ def test_run_once_folds_deltas_an_always_on_run_left(pi: PiRoot, tmp_path: Path)
     report = build_index(config)
     assert report.indexed == 1
     assert_converged(config, tmp_path)
+
+
+def test_a_session_appended_without_pause_still_merges(pi: PiRoot, tmp_path: Path) -> None:
+    config = pi.write_config()
+    path = pi.session("a", pi_session("sa", 4))
+    tiny = replace(SETTINGS.engine, merge_min_bytes=1, merge_ratio=0.01)
+    with InlineRunner(config, replace(SETTINGS, engine=tiny), clock=FakeClock()) as runner:
+        runner.run_until_idle()
+        parent = "sa-3"
+        for i in range(4, 12):
+            append_lines(path, lines_for("sa", 1, start=i, parent=parent))
+            parent = f"sa-{i}"
+            runner.notice(str(path))
+            runner.run_until_idle()
+        # The clock never moved: these merges are the urgent ones, not the quiet ones
+        assert runner.worker.engine.counters.merges >= 1
+        state = open_snapshot(config.index_dir).session(str(path))
+        assert state is not None and state.view("active").entry_count == 12
+
+
+def test_a_skipped_session_deleted_while_stopped_is_forgotten(
+    pi: PiRoot, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import pipeline.engine
+
+    config = pi.write_config()
+    pi.session("a", pi_session("sa", 2))
+    broken = pi.session("b", pi_session("sb", 2))
+    real = pipeline.engine.build_session
+
+    def fails_on_b(job, data, stamp, writer):  # type: ignore[no-untyped-def]
+        if job.path == str(broken):
+            raise RuntimeError("a stage bug, for the test")
+        return real(job, data, stamp, writer)
+
+    monkeypatch.setattr(pipeline.engine, "build_session", fails_on_b)
+    with InlineRunner(config, SETTINGS) as runner:
+        runner.run_until_idle()
+    [skipped] = open_snapshot(config.index_dir).manifest.skipped
+    assert (skipped.path, skipped.reason) == (str(broken), "index_error")
+    monkeypatch.setattr(pipeline.engine, "build_session", real)
+    broken.unlink()
+    with InlineRunner(config, SETTINGS) as runner:
+        runner.run_until_idle()
+    assert_converged(config, tmp_path)
+
+
+@given(
+    steps=st.lists(
+        st.tuples(st.integers(0, 7), st.sampled_from(["append", "delete"]), st.integers(0, 20)),
+        max_size=40,
+    ),
+    hot=st.integers(0, 4),
+)
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_the_tier_map_follows_every_event_as_a_global_ranking_would(
+    steps: list[tuple[int, str, int]], hot: int
+) -> None:
+    # Given a worker fed events for files that do not exist (each is simply dropped)
+    with tempfile.TemporaryDirectory() as base:
+        config = PiRoot(Path(base)).write_config(hotSessions=hot)
+        worker = IndexWorker(
+            config,
+            worker_id=0,
+            settings=SETTINGS,
+            journal=MemoryJournal(),
+            outbox=Mailbox(),
+            policy=policy_of(config),
+        )
+        worker.boot()
+        for n, (which, kind, mtime) in enumerate(steps):
+            event = SourceEvent(kind, f"{base}/p{which}.jsonl", "pi", 1, which, 0, mtime, 0, 0, 0)
+            worker._handle([replace(event, position=n)])
+            # Then its tiers are always those of a ranking of every known session
+            assert worker._tiers == assign_tiers(worker.mtimes.items(), hot)
