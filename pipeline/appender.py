@@ -17,8 +17,9 @@
 reprocesses the session whole. Only Pi files of version 2 or later have a tail reader: their
 records carry their own ids and parents and ``normalize_pi`` is a function of each record
 alone, except for branch-summary facts (de-duplicated across carriers), which are declined.
-Claude Code threads replies and tool results across lines and Codex pairs calls with outputs,
-so their appends are reprocessed whole until their normalizers can resume from a saved state.
+Claude Code threads replies and tool results across lines and Codex pairs calls with outputs:
+their appends go through ``pipeline.rederive`` (every stage rerun in memory over the parsed
+session, only the new entries stored) while their parsed records are kept.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from typing import Any
 import blake3
 
 from pipeline.deltas import Delta
+from pipeline.rederive import CUT, Rederive, carry_cut, parsed_state, rederive
 from pipeline.session_job import Built
 from stages.digest import RECORD_REASONS, SessionFold, ViewInput, build_entries, build_shard
 from stages.lineage import Lineage, fingerprint
@@ -45,7 +47,6 @@ from store.records import HotShard, NormalizedEntry, SessionEntries, SessionStat
 __all__ = ["Appended", "HotSession", "Tail", "ViewTrack", "extend", "hot_session"]
 
 Stamp = tuple[int, int, int, int, int]
-CUT = "max_entry_chars"
 
 
 @dataclass(slots=True)
@@ -80,7 +81,8 @@ class Tail:
 
 @dataclass(slots=True)
 class HotSession:
-    """A session as the worker last indexed it; ``tail`` is None when appends reprocess it."""
+    """A session as the worker last indexed it. Appends extend it through ``tail`` (Pi) or
+    ``rederive`` (the others, while kept in memory); with neither they rebuild it whole."""
 
     state: SessionState
     hasher: Any  # blake3.blake3: copy() it before extending, so a refusal leaves it intact
@@ -88,6 +90,7 @@ class HotSession:
     next_line: int
     tail: Tail | None
     deltas: list[Delta] = field(default_factory=list)
+    rederive: Rederive | None = None
 
     @property
     def delta_bytes(self) -> int:
@@ -112,18 +115,25 @@ class Appended:
     new_nodes: dict[str, tuple[int, str | None]]
     leaf_id: str | None
     path_ids: list[str]
+    rederive: Rederive | None = None
 
 
-def hot_session(built: Built, data: bytes) -> HotSession:
-    """The hot state of a session just indexed whole from *data*."""
+def hot_session(built: Built, data: bytes, *, keep_parsed: bool = False) -> HotSession:
+    """The hot state of a session just indexed whole from *data*; *keep_parsed* keeps its
+    parsed records when it has no tail reader (memory for a cheaper append path)."""
     hasher = blake3.blake3()
     hasher.update(data)
+    tail = _tail(built)
+    parsed = None
+    if tail is None and keep_parsed and built.state.tier == HOT:
+        parsed = parsed_state(built.session.agent, data, built.views)
     return HotSession(
         state=built.state,
         hasher=hasher,
         consumed=data.rfind(b"\n") + 1,
         next_line=data.count(b"\n") + 1,
-        tail=_tail(built),
+        tail=tail,
+        rederive=parsed,
     )
 
 
@@ -179,6 +189,8 @@ def commit(hot: HotSession, appended: Appended, delta: Delta | None) -> None:
     hot.next_line = appended.next_line
     if delta is not None:
         hot.deltas.append(delta)
+    if appended.rederive is not None:
+        hot.rederive = appended.rederive
     tail = hot.tail
     if tail is None or appended.shard is None:
         return
@@ -238,7 +250,15 @@ def extend(
         )  # fmt: skip
     tail = hot.tail
     if tail is None:
-        return None
+        if hot.rederive is None:
+            return None
+        again = rederive(hot.rederive, parsed, moved, policy, new_bytes=end - state.size)
+        if again is None:
+            return None
+        return Appended(
+            replace(moved, views=again.views), again.shard, again.entries, hasher, consumed,
+            parsed.next_line, {}, {}, {}, 0, {}, None, [], again.rederive,
+        )  # fmt: skip
     session = _read_tail(tail, parsed, state.path)
     if session is None:
         return None
@@ -302,7 +322,7 @@ def extend(
         policy=policy.fingerprint(),
         file_reasons=(),
     )
-    shard = _carry_cut(build_shard(fold, views, policy), summaries)
+    shard = carry_cut(build_shard(fold, views, policy), summaries)
     entries = build_entries(fold, views)
     new_views = tuple(
         _summary(summaries[v.branches], lineages[v.branches], results[v.branches].entries,
@@ -406,16 +426,6 @@ def _normalize_tail(
             addresses.add(e.operation_address)
         entries.append(replace(e, index=e.index + track.count))
     return NormalizeResult(tuple(entries), tuple(sorted(reasons)))
-
-
-def _carry_cut(shard: HotShard, summaries: dict[str, ViewSummary]) -> HotShard:
-    """A view the base already cut keeps saying so in every delta (as a whole build would)."""
-    views = []
-    for v in shard.views:
-        if CUT in summaries[v.branches].reasons and CUT not in v.reasons:
-            v = replace(v, reasons=tuple(sorted({*v.reasons, CUT})))
-        views.append(v)
-    return replace(shard, views=tuple(views))
 
 
 def _summary(

@@ -6,13 +6,15 @@
         delete ──────────────────────────────────────────────► Drop
         same bytes as indexed (dev, inode, size, hash) ──────► nothing, or a new stamp
         rewrite / no hot state / new tier / append declined ─► whole build (session_job)
-        append, extending the active leaf ───────────────────► delta records (appender)
+        append: Pi, extending the active leaf ───────────────► delta records (appender)
+                Claude / Codex, earlier entries unchanged ─► delta records (rederive)
                                                    ─► deltas compacted in tiers (deltas)
     merges_due(now): too many delta bytes, or quiet for a while ─► whole build (merge)
 
 The engine lives in the worker process that owns the session, keeping a bounded number of
-``HotSession``s (LRU): a session that lost its hot state is built whole on its next change,
-which also folds its deltas. Every whole build goes through ``session_job.build_session``, so
+``HotSession``s (LRU; parsed records of Claude and Codex sessions within a byte budget): a
+session that lost its hot state is built whole on its next change, which also folds its
+deltas. Every whole build goes through ``session_job.build_session``, so
 a merged session is byte for byte what ``pipeline run --once`` makes of the same file.
 """
 
@@ -77,6 +79,9 @@ class EngineSettings:
     """How much the engine keeps and when it folds deltas into a new base."""
 
     hot_capacity: int = 32
+    # Source bytes of sessions without a tail reader whose parsed records stay in memory
+    # (their appends then run the stages in memory instead of rebuilding whole).
+    parsed_bytes: int = 64 << 20
     delta_fanout: int = 8
     merge_ratio: float = 0.25
     merge_min_bytes: int = 1 << 20
@@ -195,7 +200,8 @@ class SessionEngine:
             log.error("session.failed", path=path, traceback=traceback.format_exc())
             self.forget(path)
             return Skip(SkippedFile(path, agent, "index_error"))
-        self._remember(path, hot_session(built, data))
+        keep = len(data) <= self.settings.parsed_bytes
+        self._remember(path, hot_session(built, data, keep_parsed=keep))
         return Upsert(built.state)
 
     def merge(self, path: str, agent: str, tier: str) -> Change:
@@ -271,6 +277,8 @@ class SessionEngine:
                 shard_bytes + entries_bytes,
             )
         commit(hot, appended, delta)
+        if appended.rederive is not None:
+            self._fit_parsed()
         if delta is not None:
             self._compact(hot)
         hot.state = replace(
@@ -325,6 +333,18 @@ class SessionEngine:
         self._changed[path] = self.clock()
         while len(self._hot) > self.settings.hot_capacity:
             self._hot.popitem(last=False)
+        self._fit_parsed()
+
+    def _fit_parsed(self) -> None:
+        """Keep parsed records of the most recently changed sessions within the budget."""
+        kept = 0
+        for hot in reversed(self._hot.values()):
+            if hot.rederive is None:
+                continue
+            if kept + hot.rederive.bytes > self.settings.parsed_bytes:
+                hot.rederive = None  # its next append rebuilds it whole
+            else:
+                kept += hot.rederive.bytes
 
     def hot(self, path: str) -> HotSession | None:
         """The hot state of *path*, if kept (for tests and statistics)."""

@@ -19,6 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pipeline.appender import HotSession, commit, extend, hot_session
+from pipeline.corpus import generate
 from pipeline.deltas import Delta, concat_entries, concat_shards
 from pipeline.session_job import Built, Job, build_session
 from stages.policy import Policy
@@ -54,23 +55,27 @@ TEMPLATES = templates()
 
 
 class Grower:
-    """A Pi file made of generated lines, indexed at chosen prefixes."""
+    """A session file made of generated lines, indexed at chosen prefixes."""
 
-    def __init__(self, index: Path) -> None:
+    def __init__(self, index: Path, path: str = "/s/--work--/grow.jsonl", agent: str = "pi"):
         self.writer = StoreWriter(index)
         self.layout = IndexLayout(index)
-        self.path = "/s/--work--/grow.jsonl"
+        self.path = path
+        self.agent = agent
 
     def build(self, data: bytes) -> Built:
-        job = Job(self.path, "pi", "hot", POLICY, str(self.layout.root))
+        job = Job(self.path, self.agent, "hot", POLICY, str(self.layout.root))
         return build_session(job, data, (1, 2, len(data), 10, 20), self.writer)
+
+    def hot(self, data: bytes) -> HotSession:
+        return hot_session(self.build(data), data, keep_parsed=True)
 
     def entries(self, name: str) -> SessionEntries:
         return decode(self.layout.record_path(name).read_bytes(), expect=SessionEntries)
 
     def grow(self, data: bytes, cuts: list[int]) -> tuple[HotSession, list[Delta], int]:
         """Index data[:cuts[0]] whole, then extend to each later cut and to the end."""
-        hot = hot_session(self.build(data[: cuts[0]]), data[: cuts[0]])
+        hot = self.hot(data[: cuts[0]])
         deltas: list[Delta] = []
         fast = 0
         for cut in [*cuts[1:], len(data)]:
@@ -84,7 +89,7 @@ class Grower:
                 expected_hash=blake3.blake3(data[:cut]).hexdigest(),
             )
             if appended is None:
-                hot = hot_session(self.build(data[:cut]), data[:cut])
+                hot = self.hot(data[:cut])
                 deltas = []
                 continue
             fast += 1
@@ -233,3 +238,72 @@ def test_only_hot_pi_sessions_of_version_two_or_later_have_a_tail(grower: Grower
     assert hot_session(grower.build(data), data).tail is not None
     v1 = data.replace(b'"version":3', b'"version":1', 1)
     assert hot_session(grower.build(v1), v1).tail is None
+
+
+# -- sessions without a tail reader: the stages rerun in memory ---------------------------
+
+
+@pytest.fixture(scope="module")
+def generated(tmp_path_factory: pytest.TempPathFactory) -> list[tuple[str, bytes]]:
+    """Claude Code and Codex sessions from the project's corpus generator."""
+    out = tmp_path_factory.mktemp("corpus")
+    generate(out, sessions=8, mean_kb=12, seed=5, agents=("claude", "codex"))
+    found = []
+    for agent in ("claude", "codex"):
+        for path in sorted((out / agent).rglob("*.jsonl")):
+            found.append((agent, str(path)))
+    return [(agent, Path(path).read_bytes()) for agent, path in found[:8]]
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(which=st.integers(0, 7), fractions=st.lists(st.floats(0, 1), min_size=1, max_size=6))
+def test_claude_and_codex_appends_rerun_in_memory_and_equal_a_whole_build(
+    tmp_path: Path, generated: list[tuple[str, bytes]], which: int, fractions: list[float]
+) -> None:
+    agent, data = generated[which % len(generated)]
+    grower = Grower(tmp_path / f"index-{which}", f"/s/{agent}/grow.jsonl", agent)
+    cuts = sorted({int(f * len(data)) for f in fractions})
+    hot, deltas, _ = grower.grow(data, cuts)
+    grower.check(data, hot, deltas)
+
+
+def test_in_memory_appends_take_the_delta_path_when_earlier_entries_hold(
+    tmp_path: Path, generated: list[tuple[str, bytes]]
+) -> None:
+    # Given each generated session grown line by line from its first half
+    fast = 0
+    for n, (agent, data) in enumerate(generated):
+        grower = Grower(tmp_path / f"index-{n}", f"/s/{agent}/grow.jsonl", agent)
+        offsets = [i + 1 for i, b in enumerate(data) if b == 0x0A]
+        cuts = offsets[len(offsets) // 2 :: 1]
+        hot, deltas, taken = grower.grow(data, cuts)
+        fast += taken
+        grower.check(data, hot, deltas)
+    # Then most steps were deltas (a continued reply is the only reason to rebuild whole)
+    assert fast > 0
+
+
+def test_parsed_records_stay_in_memory_only_within_the_budget(
+    tmp_path: Path, generated: list[tuple[str, bytes]]
+) -> None:
+    from pipeline.engine import EngineSettings, SessionEngine
+
+    files = []
+    for n, (agent, data) in enumerate(generated[:3]):
+        path = tmp_path / f"s{n}.jsonl"
+        path.write_bytes(data)
+        files.append((agent, path))
+    budget = sum(len(p.read_bytes()) for _, p in files[1:])
+    engine = SessionEngine(
+        tmp_path / "index",
+        POLICY,
+        settings=EngineSettings(parsed_bytes=budget),
+        clock=lambda: 0.0,
+    )
+    for agent, path in files:
+        engine.whole(str(path), agent, "hot")
+    kept = [engine.hot(str(p)).rederive is not None for _, p in files]  # type: ignore[union-attr]
+    # The most recent sessions keep their parsed records, the oldest gave them up
+    assert kept == [False, True, True]

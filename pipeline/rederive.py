@@ -1,0 +1,144 @@
+"""The append path for sessions without a tail reader (Claude Code, Codex): stages in memory.
+
+::
+
+    Rederive: the session's raw records, parsed once, kept in the worker (a byte budget)
+        + the new records parsed from the appended bytes only
+        ─► adapter ─► lineage ×2 ─► normalize ×2 over the whole session, in memory
+        ─► every entry the base already had came out unchanged?  no ─► None (whole build)
+        ─► yes: one delta shard + entries holding the new entries only
+
+Their adapters thread replies and tool results across lines, so only a whole pass over the
+session is exact; doing it in memory costs no disk read, tokenizes only the new entries and
+writes only them. When an earlier entry changed (a Claude reply continued on a new line) the
+delta format cannot say so, and the session is built whole.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+
+from stages.claude.source import read_claude
+from stages.codex.source import read_codex
+from stages.digest import SessionFold, ViewInput, build_entries, build_shard, summarize
+from stages.lineage import BRANCH_MODES, lineage
+from stages.normalize import normalize
+from stages.normalized import NormalizeResult
+from stages.parse import parse
+from stages.pi.source import read_pi
+from stages.policy import Policy
+from stages.source import ParseResult, RawRecord, SourceSession
+from store.records import HotShard, NormalizedEntry, SessionEntries, SessionState, ViewSummary
+
+__all__ = ["CUT", "Rederive", "Rederived", "carry_cut", "parsed_state", "rederive"]
+
+CUT = "max_entry_chars"
+Reader = Callable[[ParseResult, str], SourceSession]
+_READERS: dict[str, Reader] = {"claude": read_claude, "codex": read_codex, "pi": read_pi}
+
+
+@dataclass(slots=True)
+class Rederive:
+    """A session's parsed records and its entries per branch mode, as last indexed."""
+
+    raws: list[RawRecord]
+    malformed: list[int]
+    entries: dict[str, tuple[NormalizedEntry, ...]]
+    two_views: bool
+    bytes: int
+
+
+@dataclass(frozen=True, slots=True)
+class Rederived:
+    shard: HotShard
+    entries: SessionEntries
+    views: tuple[ViewSummary, ...]
+    rederive: Rederive
+
+
+def parsed_state(agent: str, data: bytes, views: Sequence[ViewInput]) -> Rederive | None:
+    """What ``rederive`` needs of a session just built whole from *data*."""
+    if agent not in _READERS:
+        return None
+    parsed = parse(data)
+    by_branch = {v.branches: v for v in views}
+    return Rederive(
+        raws=list(parsed.records),
+        malformed=list(parsed.malformed_lines),
+        entries={b: v.normalized.entries for b, v in by_branch.items()},
+        two_views=by_branch["all"].lineage.selected != by_branch["active"].lineage.selected,
+        bytes=len(data),
+    )
+
+
+def rederive(
+    rd: Rederive,
+    parsed: ParseResult,
+    state: SessionState,
+    policy: Policy,
+    *,
+    new_bytes: int,
+) -> Rederived | None:
+    """Delta records for the records in *parsed*, appended to a session whose last indexed
+    state is *state* (stamp and hash already moved); None when only a whole build is exact."""
+    raws = rd.raws + list(parsed.records)
+    malformed = rd.malformed + list(parsed.malformed_lines)
+    whole = ParseResult(tuple(raws), parsed.consumed, parsed.next_line, tuple(malformed))
+    session = _READERS[state.agent](whole, state.path)
+    if (session.session_id, session.cwd, session.parent_session, session.sidechain) != (
+        state.session_id,
+        state.cwd,
+        state.parent_session,
+        state.sidechain,
+    ):
+        return None
+    lineages = {b: lineage(session, b) for b in BRANCH_MODES}
+    if (lineages["all"].selected != lineages["active"].selected) != rd.two_views:
+        return None
+    full: dict[str, NormalizeResult] = {}
+    added: dict[str, tuple[NormalizedEntry, ...]] = {}
+    for b in BRANCH_MODES:
+        result = normalize(session, lineages[b], policy)
+        old = rd.entries[b]
+        if result.entries[: len(old)] != old:
+            return None  # an earlier entry changed: deltas only ever add
+        full[b] = result
+        added[b] = result.entries[len(old) :]
+    fold = SessionFold(
+        path=state.path,
+        session_id=session.session_id,
+        agent=session.agent,
+        cwd=session.cwd,
+        source_hash=state.source_hash,
+        policy=policy.fingerprint(),
+        file_reasons=session.reasons,
+    )
+    summaries = {v.branches: v for v in state.views}
+    delta_views = [
+        ViewInput(lineages[b], NormalizeResult(added[b], full[b].reasons)) for b in BRANCH_MODES
+    ]
+    shard = carry_cut(build_shard(fold, delta_views, policy), summaries)
+    whole_views = [ViewInput(lineages[b], full[b]) for b in BRANCH_MODES]
+    return Rederived(
+        shard=shard,
+        entries=build_entries(fold, delta_views),
+        views=summarize(fold, whole_views, shard),
+        rederive=Rederive(
+            raws=raws,
+            malformed=malformed,
+            entries={b: full[b].entries for b in BRANCH_MODES},
+            two_views=rd.two_views,
+            bytes=rd.bytes + new_bytes,
+        ),
+    )
+
+
+def carry_cut(shard: HotShard, summaries: Mapping[str, ViewSummary]) -> HotShard:
+    """A view the base already cut keeps saying so in every delta (as a whole build would)."""
+    views = []
+    for v in shard.views:
+        if CUT in summaries[v.branches].reasons and CUT not in v.reasons:
+            v = replace(v, reasons=tuple(sorted({*v.reasons, CUT})))
+        views.append(v)
+    return replace(shard, views=tuple(views))
