@@ -329,13 +329,16 @@ class _Codex:
             big = rng.randint(50_000, min(500_000, remaining * 4 // 5))
         result = run_call(call, text, fail=fail, big=big, now_ms=self.now)
         code = result.exit_code if result.is_error else 0
-        output = (
+        envelope = (
             f"Chunk ID: {text.hex(6)}\nWall time: {rng.random() * 3:.4f} seconds\n"
             f"Process exited with code {code}\nOriginal token count: {len(result.text) // 4}\n"
-            f"Output:\n{result.text}"
+            "Output:\n"
         )
+        output = envelope + result.text
         line = self._item({"type": "function_call_output", "call_id": call_id, "output": output})
-        self.draft.carrier(line, "toolResult", str(line + 1), ("payload", "output"))
+        self.draft.carrier(
+            line, "toolResult", str(line + 1), ("payload", "output"), start=len(envelope)
+        )
         if result.is_error:
             self.errors.append((line, "exec_command"))
 

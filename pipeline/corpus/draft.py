@@ -35,6 +35,9 @@ class Carrier:
     entry_id: str
     path: FieldPath
     mirrors: tuple[tuple[int, FieldPath], ...] = ()
+    # Terms go at or after this offset: text before it is a machine-written envelope (a
+    # Codex exec header) whose typed lines a reader parses and a term must not break.
+    start: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,8 +95,9 @@ class Draft:
         entry_id: str,
         path: FieldPath,
         mirrors: Sequence[tuple[int, FieldPath]] = (),
+        start: int = 0,
     ) -> None:
-        self.carriers.append(Carrier(line, role, entry_id, path, tuple(mirrors)))
+        self.carriers.append(Carrier(line, role, entry_id, path, tuple(mirrors), start))
 
     def reencode(self, line: int) -> None:
         data = orjson.dumps(self.lines[line])
@@ -121,11 +125,12 @@ def _resolve(obj: Any, path: FieldPath) -> tuple[Any, str | int]:
     return obj, path[-1]
 
 
-def _insert(text: str, term: str, rng: random.Random) -> str:
-    """``text`` with `` term`` inserted before a space, so the term stands alone as a token."""
+def _insert(text: str, term: str, rng: random.Random, start: int = 0) -> str:
+    """``text`` with `` term`` inserted before a space at or after *start*, so the term
+    stands alone as a token."""
     if not text:
         return term
-    pos = text.find(" ", rng.randrange(len(text)))
+    pos = text.find(" ", start + rng.randrange(max(len(text) - start, 1)))
     if pos < 0:
         return f"{text} {term}"
     return f"{text[:pos]} {term}{text[pos:]}"
@@ -133,7 +138,7 @@ def _insert(text: str, term: str, rng: random.Random) -> str:
 
 def _plant(draft: Draft, carrier: Carrier, term: str, rng: random.Random) -> Plant:
     before = draft.text_at(carrier.line, carrier.path)
-    after = _insert(before, term, rng)
+    after = _insert(before, term, rng, carrier.start)
     draft.set_text(carrier.line, carrier.path, after)
     for line, path in carrier.mirrors:
         # A mirror is the agent's verbatim copy; it must still be one.

@@ -521,3 +521,13 @@ def test_no_malformed_leaves_every_line_valid(tmp_path: Path) -> None:
             orjson.loads(line)
     assert len(clean.sessions) == len(with_bad.sessions)
     assert all(not s.malformed_lines for s in clean.sessions)
+
+
+def test_terms_never_break_a_codex_exec_envelope(tmp_path: Path) -> None:
+    manifest = generate(tmp_path / "c", sessions=60, mean_kb=20, seed=8, agents=("codex",))
+    outputs = [p for p in manifest.planted if p.role == "toolResult"]
+    assert outputs
+    for p in outputs:
+        if p.text.startswith("Chunk ID:"):
+            header, _, _ = p.text.partition("Output:\n")
+            assert p.term not in header, p.text[:200]
