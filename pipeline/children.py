@@ -36,6 +36,7 @@ from pipeline.settings import RunSettings
 from pipeline.watcher import Observers, Watcher
 from pipeline.workers import IndexWorker, Publisher, WorkerBatch
 from store.config import Config
+from store.errors import StoreLocked
 from store.journal import FileJournal
 from store.layout import IndexLayout
 from store.writer import StoreWriter
@@ -47,6 +48,7 @@ log = structlog.get_logger()
 EXIT_BOOT: Final = 3
 EXIT_ORPHANED: Final = 4
 _STATS_EVERY_S: Final = 1.0
+_LOCK_WAIT_S: Final = 30.0
 _PR_SET_PDEATHSIG: Final = 1
 
 
@@ -300,7 +302,16 @@ class _PublisherRole:
         config = spec.config
         self.stack = contextlib.ExitStack()
         self.writer = StoreWriter(config.index_dir)
-        self.stack.enter_context(self.writer.lock())
+        deadline = time.monotonic() + _LOCK_WAIT_S
+        while True:
+            try:
+                self.stack.enter_context(self.writer.lock())
+                break
+            except StoreLocked:
+                # e.g. a `pipeline rebuild` took the lock while this group restarted
+                if time.monotonic() >= deadline or stopping():
+                    raise
+                time.sleep(0.2)
         self.journal = FileJournal(IndexLayout(config.index_dir).journal)
         self.inbox = _QueueInbox(shared.results)
 

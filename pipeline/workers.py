@@ -118,6 +118,7 @@ class IndexWorker:
         self.events = 0
         self._tiers: dict[str, str] = {}
         self._boundary: tuple[float, str] | None = None
+        self._retier_pending = False
         self._checkpointed = -1
         self._checkpoint_at = 0.0
 
@@ -132,6 +133,8 @@ class IndexWorker:
         self.position = resume_after(self.config.index_dir, self.journal)
         self._checkpointed = self.position
         self._retier_all()
+        # hotSessions may have changed since the manifest was published
+        self._retier_pending = True
 
     def owns(self, path: str) -> bool:
         return shard_of(path, self.workers) == self.worker_id
@@ -140,6 +143,12 @@ class IndexWorker:
 
     def loop_once(self, now: float) -> bool:
         """Handle the next journal batch, else one merge; True when it did something."""
+        if self._retier_pending:
+            self._retier_pending = False
+            changes = self._retier(self._tiers)
+            if changes:
+                self._send(self.position, changes)
+                return True
         events = self.journal.read(self.position, limit=self.settings.batch_events)
         if events:
             self._handle(events)

@@ -371,3 +371,22 @@ def test_the_tier_map_follows_every_event_as_a_global_ranking_would(
             worker._handle([replace(event, position=n)])
             # Then its tiers are always those of a ranking of every known session
             assert worker._tiers == assign_tiers(worker.mtimes.items(), hot)
+
+
+def test_a_new_policy_or_hot_set_size_rebuilds_what_it_changes(pi: PiRoot, tmp_path: Path) -> None:
+    config = pi.write_config(hotSessions=2)
+    pi.session("a", pi_session("sa", 4), mtime_s=3000)
+    pi.session("b", pi_session("sb", 4), mtime_s=2000)
+    pi.session("c", pi_session("sc", 4), mtime_s=1000)
+    with InlineRunner(config, SETTINGS) as runner:
+        runner.run_until_idle()
+    # Given fewer hot sessions, then another entry size: no file changed
+    config = pi.write_config(hotSessions=1)
+    with InlineRunner(config, SETTINGS) as runner:
+        runner.run_until_idle()
+    live = assert_converged(config, tmp_path / "one")
+    assert [s.tier for s in live.sessions] == ["hot", "cold", "cold"]
+    config = pi.write_config(hotSessions=1, maxEntryChars=100)
+    with InlineRunner(config, SETTINGS) as runner:
+        runner.run_until_idle()
+    assert_converged(config, tmp_path / "two")
