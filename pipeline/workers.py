@@ -161,6 +161,7 @@ class IndexWorker:
         return False
 
     def _handle(self, events: list[SourceEvent]) -> None:
+        started = time.perf_counter()
         groups: dict[str, list[SourceEvent]] = {}
         moved = False
         for e in events:
@@ -195,6 +196,7 @@ class IndexWorker:
             events=len(events),
             sessions=len(groups),
             changes=len(changes),
+            seconds=round(time.perf_counter() - started, 4),
         )
 
     def _move(self, event: SourceEvent) -> bool:

@@ -256,3 +256,36 @@ def test_sigkill_leaves_no_orphans_and_a_restart_loses_nothing(pi: PiRoot, tmp_p
         if live.process and live.process.poll() is None:
             live.kill()
     assert_equals_clean_build(config, tmp_path)
+
+
+def test_a_root_that_appears_later_is_watched(pi: PiRoot, tmp_path: Path) -> None:
+    config = pi.write_config()
+    pi.session("a", pi_session("sa", 2))
+    live = start(pi, "--reconcile-seconds", "0.5")
+    try:
+        wait_for(lambda: idle(config), timeout=20, what="the first build")
+        # Given the Claude root did not exist when the pipeline started
+        claude = pi.base / "claude" / "-work-proj"
+        claude.mkdir(parents=True)
+        record = {
+            "parentUuid": None,
+            "type": "user",
+            "message": {"role": "user", "content": "claude words arrive late"},
+            "uuid": "u-1",
+            "timestamp": "2026-01-01T00:00:00.000Z",
+            "sessionId": "c-1",
+            "cwd": "/work/proj",
+        }
+        path = claude / "c-1.jsonl"
+        path.write_bytes(orjson.dumps(record) + b"\n")
+        wait_for(lambda: has_term(config, path, "late"), timeout=20, what="the new root indexed")
+        # Then appends to it are seen too
+        record = {**record, "parentUuid": "u-1", "uuid": "u-2"}
+        record["message"] = {"role": "user", "content": "and more appended quickly"}
+        with path.open("ab") as f:
+            f.write(orjson.dumps(record) + b"\n")
+        wait_for(lambda: has_term(config, path, "quickly"), timeout=20, what="the append")
+        assert live.stop() == 0
+    finally:
+        if live.process and live.process.poll() is None:
+            live.kill()

@@ -270,3 +270,24 @@ def test_boot_resumes_from_what_the_journal_already_said(tmp_path: Path) -> None
     again = watcher_for(pi, journal)
     again.loop_once(0.0)
     assert journal.head() == 0
+
+
+def test_an_inotify_overflow_reported_by_watchdog_triggers_a_scan(tmp_path: Path) -> None:
+    import logging
+
+    from pipeline.watcher import Observers
+
+    pi = PiRoot(tmp_path)
+    w = watcher_for(pi, MemoryJournal())
+    w.loop_once(0.0)
+    assert not w._rescan
+    observers = Observers(w)
+    observers.start({})
+    try:
+        # watchdog says so only in a log record
+        logging.getLogger("watchdog.observers.inotify_c").warning(
+            "Inotify queue overflowed; filesystem events were lost"
+        )
+        assert w._rescan
+    finally:
+        observers.stop()
