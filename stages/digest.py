@@ -31,7 +31,7 @@ from store.records import (
     ShardView,
     ViewSummary,
 )
-from store.tokens import term_counts
+from store.tokens import term_counts, tokenize
 
 __all__ = [
     "MAX_FILES_TOUCHED",
@@ -192,12 +192,12 @@ def _vocabulary(entries: Sequence[NormalizedEntry], budget: int) -> tuple[list[s
     order: list[str] = []
     used = 2  # "[]"
     for e in entries:
-        counts, _ = term_counts(e.text)
-        for term in counts:
+        for term in dict.fromkeys(tokenize(e.text)):
             if term in seen:
                 continue
             # the seed's estimate: the JSON string's UTF-8 bytes, plus a comma after the first
-            cost = len(term.encode("utf-8")) + 2 + (1 if order else 0)
+            size = len(term) if term.isascii() else len(term.encode("utf-8"))
+            cost = size + 2 + (1 if order else 0)
             if used + cost > budget:
                 return order, used, True
             seen.add(term)
@@ -207,7 +207,8 @@ def _vocabulary(entries: Sequence[NormalizedEntry], budget: int) -> tuple[list[s
 
 
 def _blob(terms: Sequence[str]) -> bytes:
-    return b"\n".join(sorted(t.encode("utf-8") for t in terms))
+    # Code point order is UTF-8 byte order, so sorting the strings sorts the bytes.
+    return "\n".join(sorted(terms)).encode("utf-8")
 
 
 def build_digest(fold: SessionFold, views: Sequence[ViewInput], policy: Policy) -> ColdDigest:

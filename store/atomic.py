@@ -27,11 +27,14 @@ def fsync_dir(path: Path) -> None:
         os.close(dir_fd)
 
 
-def atomic_write(path: Path, data: bytes) -> None:
+def atomic_write(path: Path, data: bytes, *, sync_dir: bool = True) -> None:
     """Replace *path* with *data* so readers see the old bytes or the new ones, never a mix.
 
     The temp file lives in the same directory (rename is only atomic within one
-    filesystem) and starts with "." so directory scans and GC skip it.
+    filesystem) and starts with "." so directory scans and GC skip it. ``sync_dir=False``
+    leaves the rename's durability to the caller, who must ``fsync_dir`` the folder before
+    anything that points at *path* is made durable (the writer does so once per folder when
+    it publishes, instead of once per record).
     """
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
@@ -46,7 +49,8 @@ def atomic_write(path: Path, data: bytes) -> None:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
-    fsync_dir(path.parent)  # make the rename itself durable
+    if sync_dir:
+        fsync_dir(path.parent)  # make the rename itself durable
 
 
 def ensure_dir(path: Path) -> Path:

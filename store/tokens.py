@@ -30,8 +30,10 @@ def tokenize(text: str) -> list[str]:
     if not text:
         return []
     if text.isascii():
-        # NFKC is the identity on ASCII; skipping it is the common fast path.
-        return [t.lower() for t in _WORD.findall(text)]
+        # NFKC is the identity on ASCII and ASCII lowercasing never changes what \w matches,
+        # so lowercase once up front. (Not for other text: "İ".lower() adds a combining mark
+        # that would split the token, where the seed lowercases each token after matching.)
+        return _WORD.findall(text.lower())
     return [t.lower() for t in _WORD.findall(unicodedata.normalize("NFKC", text))]
 
 

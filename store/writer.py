@@ -91,7 +91,8 @@ class StoreWriter:
                 os.utime(path)
                 return name, len(data)
         self._ensure_dir(path.parent)
-        atomic_write(path, data)
+        # The folder is fsynced by publish(), once for every record a manifest adds.
+        atomic_write(path, data, sync_dir=False)
         self.bytes_written += len(data)
         return name, len(data)
 
@@ -115,7 +116,13 @@ class StoreWriter:
                     f"manifest generation {manifest.generation}, current is {current}",
                 )
             names = manifest.records()
-            self._check_records(current, names)
+            added = self._check_records(current, names)
+            # Records may come from other processes' put(): make their renames durable before
+            # the manifest naming them can be.
+            for folder in sorted({self.layout.record_dir(n) for n in added}):
+                fsync_dir(folder)
+            if added:
+                fsync_dir(self.layout.records)
             path = self.layout.manifest_path(manifest.generation)
             self._ensure_dir(path.parent)
             data = encode(manifest)
@@ -126,20 +133,21 @@ class StoreWriter:
             self.bytes_written += len(pointer)
             self._published = (manifest.generation, frozenset(names))
 
-    def _check_records(self, current: int, names: set[str]) -> None:
+    def _check_records(self, current: int, names: set[str]) -> set[str]:
+        """The names new since generation *current*; raises if one of them is missing."""
         generation, known = self._published
         if generation != current:
             known = self._records_of(current) if current else frozenset()
+        added = names - known
         missing = sorted(
-            n
-            for n in names - known
-            if not (is_record_name(n) and self.layout.record_path(n).is_file())
+            n for n in added if not (is_record_name(n) and self.layout.record_path(n).is_file())
         )
         if missing:
             shown = ", ".join(missing[:3]) + (" …" if len(missing) > 3 else "")
             raise GenerationConflict(
                 self.layout.root, f"{len(missing)} named record(s) missing: {shown}"
             )
+        return added
 
     def _records_of(self, generation: int) -> frozenset[str]:
         path = self.layout.manifest_path(generation)

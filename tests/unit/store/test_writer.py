@@ -122,10 +122,10 @@ def test_a_crash_before_current_moves_keeps_the_old_generation(
     _publish_session(w, 1, "one")
     real = atomic_write
 
-    def crash_on_current(path: Path, data: bytes) -> None:
+    def crash_on_current(path: Path, data: bytes, *, sync_dir: bool = True) -> None:
         if path.name == "CURRENT":
             raise OSError(5, "EIO")
-        real(path, data)
+        real(path, data, sync_dir=sync_dir)
 
     monkeypatch.setattr("store.writer.atomic_write", crash_on_current)
     with pytest.raises(OSError):
@@ -424,3 +424,34 @@ def test_records_of_kept_generations_decode(tmp_path: Path) -> None:
     snap = open_snapshot(tmp_path)
     s = snap.manifest.sessions[0]
     assert snap.load(s.entries_record, SessionEntries) == session_entries(text="one")
+
+
+def test_publish_makes_the_renames_of_new_records_durable_first(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a writer whose puts leave folder fsyncs to publish
+    events: list[str] = []
+    import store.writer as writer_module
+
+    real_fsync_dir = writer_module.fsync_dir
+    real_write = writer_module.atomic_write
+
+    def spy_fsync_dir(path: Path) -> None:
+        events.append(f"fsync:{path.name}")
+        real_fsync_dir(path)
+
+    def spy_write(path: Path, data: bytes, *, sync_dir: bool = True) -> None:
+        events.append(f"write:{path.name}")
+        real_write(path, data, sync_dir=sync_dir)
+
+    monkeypatch.setattr(writer_module, "fsync_dir", spy_fsync_dir)
+    monkeypatch.setattr(writer_module, "atomic_write", spy_write)
+    w = StoreWriter(tmp_path)
+    _publish_session(w, 1, "one")
+    # Then every record folder is fsynced before the manifest and CURRENT are written
+    manifest_at = next(i for i, e in enumerate(events) if e.startswith("write:manifest-"))
+    record_writes = [e for e in events[:manifest_at] if e.startswith("write:")]
+    folder_syncs = [e for e in events[:manifest_at] if e.startswith("fsync:")]
+    assert record_writes and folder_syncs
+    assert "fsync:records" in folder_syncs
+    assert events[-1] == "write:CURRENT"

@@ -1,0 +1,58 @@
+"""The one canonical tokenizer: NFKC, runs of letters/numbers/_, lowercased."""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from store.tokens import normalize_text, term_counts, tokenize, unique_terms
+
+
+def reference(text: str) -> list[str]:
+    # the seed's definition spelled out: NFKC, [\p{L}\p{N}_]+, then lowercase each token
+    out: list[str] = []
+    run: list[str] = []
+    for ch in unicodedata.normalize("NFKC", text):
+        cat = unicodedata.category(ch)
+        if cat[0] in "LN" or ch == "_":
+            run.append(ch)
+        elif run:
+            out.append("".join(run).lower())
+            run = []
+    if run:
+        out.append("".join(run).lower())
+    return out
+
+
+def test_paths_stay_literal_terms() -> None:
+    assert tokenize("src/foo.ts") == ["src", "foo", "ts"]
+    assert unique_terms('"Use CEF" "Stage 1" use') == ["use", "cef", "stage", "1"]
+
+
+def test_nfkc_case_and_marks() -> None:
+    assert tokenize("ﬁle Ｆｕｌｌ１２") == ["file", "full12"]
+    assert tokenize("snake_case MixedCase") == ["snake_case", "mixedcase"]
+    assert tokenize("e\u0301t\u00e9") == ["\u00e9t\u00e9"]  # NFKC composes e + acute
+    assert tokenize("a\u0903b") == ["a", "b"]  # a spacing mark (Mc) splits
+    assert tokenize("İstanbul") == ["i̇stanbul"]  # lowercased after matching, as JS does
+    assert tokenize("") == [] and tokenize("... --- ...") == []
+
+
+def test_counts_and_phrase_form() -> None:
+    counts, length = term_counts("a b a")
+    assert counts == {"a": 2, "b": 1} and length == 3
+    assert normalize_text("Ｈｅｌｌｏ World") == "hello world"
+
+
+@given(st.text())
+def test_matches_the_seed_definition(text: str) -> None:
+    assert tokenize(text) == reference(text)
+
+
+@given(st.text(alphabet=st.characters(max_codepoint=127)))
+def test_ascii_fast_path_equals_the_general_path(text: str) -> None:
+    general = [t.lower() for t in re.findall(r"\w+", unicodedata.normalize("NFKC", text))]
+    assert tokenize(text) == general
