@@ -34,7 +34,13 @@ def tokenize(text: str) -> list[str]:
         # so lowercase once up front. (Not for other text: "İ".lower() adds a combining mark
         # that would split the token, where the seed lowercases each token after matching.)
         return _WORD.findall(text.lower())
-    return [t.lower() for t in _WORD.findall(unicodedata.normalize("NFKC", text))]
+    text = unicodedata.normalize("NFKC", text)
+    if "\u0130" in text or "\u03a3" in text:
+        return [t.lower() for t in _WORD.findall(text)]
+    # Lowercasing the whole text first gives the same tokens: every other character keeps
+    # its \w-ness and length when lowercased (checked over all of Unicode), and only capital
+    # sigma lowercases by context (final sigma), which the check above sends the slow way.
+    return _WORD.findall(text.lower())
 
 
 def unique_terms(text: str) -> list[str]:

@@ -56,3 +56,15 @@ def test_matches_the_seed_definition(text: str) -> None:
 def test_ascii_fast_path_equals_the_general_path(text: str) -> None:
     general = [t.lower() for t in re.findall(r"\w+", unicodedata.normalize("NFKC", text))]
     assert tokenize(text) == general
+
+
+def test_context_sensitive_lowercasing_takes_the_token_by_token_path() -> None:
+    # final sigma depends on what follows the token; İ lowercases to two code points
+    assert tokenize("ΑΣ'Β") == ["ας", "β"]
+    assert tokenize("ΟΔΟΣ x") == ["οδος", "x"]
+    assert tokenize("İi") == ["i̇i"]
+
+
+@given(st.text(alphabet=st.sampled_from(list("ΑΣσςΒ'’ .İi1_aé\u0301"))))
+def test_greek_and_turkish_edge_text_matches_the_seed_definition(text: str) -> None:
+    assert tokenize(text) == reference(text)
