@@ -169,3 +169,30 @@ def test_digest_vocabulary_is_sorted_unique_and_complete(texts):
     terms = d.vocabulary.split(b"\n") if d.vocabulary else []
     expected = sorted({tok.encode() for t in texts for tok in tokenize(t)})
     assert terms == expected
+
+
+def reference_fold(texts: list[str], budget: int) -> tuple[bytes, bool]:
+    """The seed's fold, literally: unique terms in entry order until one would not fit."""
+    from store.tokens import tokenize
+
+    order: list[str] = []
+    used = 2
+    for t in texts:
+        for term in tokenize(t):
+            if term in order:
+                continue
+            cost = len(term.encode()) + 2 + (1 if order else 0)
+            if used + cost > budget:
+                return b"\n".join(sorted(x.encode() for x in order)), True
+            order.append(term)
+            used += cost
+    return b"\n".join(sorted(x.encode() for x in order)), False
+
+
+@given(st.lists(st.text(max_size=30), max_size=6), st.integers(min_value=2, max_value=120))
+def test_vocabulary_matches_the_seeds_fold_for_any_budget(texts, budget):
+    es = [entry(i, t) for i, t in enumerate(texts)]
+    v = build_digest(FOLD, [view(es)], Policy(max_cold_vocabulary_bytes=budget)).view("active")
+    blob, capped = reference_fold(texts, budget)
+    assert v.vocabulary == blob
+    assert ("max_cold_vocabulary_bytes" in v.reasons) == capped
