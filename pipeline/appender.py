@@ -108,13 +108,15 @@ class Appended:
     hasher: Any
     consumed: int
     next_line: int
-    new_ids: dict[str, list[str]]
-    new_addresses: dict[str, list[str]]
-    new_selected: dict[str, list[int]]
-    new_records: int
-    new_nodes: dict[str, tuple[int, str | None]]
-    leaf_id: str | None
-    path_ids: list[str]
+    # what the Pi tail learnt (unused on the other paths)
+    new_ids: dict[str, list[str]] = field(default_factory=dict)
+    new_addresses: dict[str, list[str]] = field(default_factory=dict)
+    new_selected: dict[str, list[int]] = field(default_factory=dict)
+    new_records: int = 0
+    new_nodes: dict[str, tuple[int, str | None]] = field(default_factory=dict)
+    leaf_id: str | None = None
+    path_ids: list[str] = field(default_factory=list)
+    # the parsed session after this append (the in-memory path)
     rederive: Rederive | None = None
 
 
@@ -244,21 +246,35 @@ def extend(
     )
     consumed = hot.consumed + parsed.consumed
     if not parsed.records and not parsed.malformed_lines:
-        return Appended(
-            moved, None, None, hasher, consumed, parsed.next_line, {}, {}, {}, 0, {},
-            hot.tail.leaf_id if hot.tail else None, hot.tail.path_ids if hot.tail else [],
-        )  # fmt: skip
-    tail = hot.tail
-    if tail is None:
-        if hot.rederive is None:
-            return None
-        again = rederive(hot.rederive, parsed, moved, policy, new_bytes=end - state.size)
-        if again is None:
-            return None
-        return Appended(
-            replace(moved, views=again.views), again.shard, again.entries, hasher, consumed,
-            parsed.next_line, {}, {}, {}, 0, {}, None, [], again.rederive,
-        )  # fmt: skip
+        # Only blank lines or a half-written one: the state moves, the records do not.
+        return Appended(moved, None, None, hasher, consumed, parsed.next_line)
+    if hot.tail is not None:
+        return _extend_tail(hot.tail, parsed, moved, policy, hasher, consumed)
+    if hot.rederive is None:
+        return None
+    again = rederive(hot.rederive, parsed, moved, policy, new_bytes=end - state.size)
+    if again is None:
+        return None
+    return Appended(
+        replace(moved, views=again.views),
+        again.shard,
+        again.entries,
+        hasher,
+        consumed,
+        parsed.next_line,
+        rederive=again.rederive,
+    )
+
+
+def _extend_tail(
+    tail: Tail,
+    parsed: ParseResult,
+    state: SessionState,
+    policy: Policy,
+    hasher: Any,
+    consumed: int,
+) -> Appended | None:
+    """The Pi tail path: *state* is the session's state with its stamp and hash moved."""
     session = _read_tail(tail, parsed, state.path)
     if session is None:
         return None
@@ -318,7 +334,7 @@ def extend(
         session_id=session.session_id,
         agent=session.agent,
         cwd=session.cwd,
-        source_hash=source_hash,
+        source_hash=state.source_hash,
         policy=policy.fingerprint(),
         file_reasons=(),
     )
@@ -330,7 +346,7 @@ def extend(
         for v in state.views
     )  # fmt: skip
     return Appended(
-        state=replace(moved, views=new_views),
+        state=replace(state, views=new_views),
         shard=shard,
         entries=entries,
         hasher=hasher,

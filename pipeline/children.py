@@ -31,10 +31,11 @@ import structlog
 
 from pipeline.indexer import policy_of
 from pipeline.logs import configure_logging
+from pipeline.publisher import Publisher
 from pipeline.resume import journal_start
 from pipeline.settings import RunSettings
 from pipeline.watcher import Observers, Watcher
-from pipeline.workers import IndexWorker, Publisher, WorkerBatch
+from pipeline.workers import IndexWorker, WorkerBatch
 from store.config import Config
 from store.errors import StoreLocked
 from store.journal import FileJournal

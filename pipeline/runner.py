@@ -17,10 +17,11 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from pipeline.indexer import policy_of
+from pipeline.publisher import Publisher
 from pipeline.resume import journal_start
 from pipeline.settings import RunSettings
 from pipeline.watcher import Watcher
-from pipeline.workers import IndexWorker, Publisher, WorkerBatch
+from pipeline.workers import IndexWorker, WorkerBatch
 from store.config import Config
 from store.journal import FileJournal, Journal
 from store.layout import IndexLayout

@@ -1,0 +1,220 @@
+"""The publisher: every index worker's changes become generations, in one process.
+
+::
+
+    WorkerBatch(worker, position, changes) … ─► apply to the session map ─► manifest N+1
+        ─► StoreWriter.publish (rate-limited by manifest size: a publish rewrites it whole)
+        ─► checkpoint "publish" = the lowest position every worker has handed over, once
+           everything up to it is published (a restart resumes after it)
+        ─► collect garbage now and then
+
+It holds the writer lock for its whole life, so no other writer can publish meanwhile.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Final
+
+import structlog
+
+from pipeline.engine import Drop, Skip, Upsert
+from pipeline.resume import PUBLISH_STAGE, resume_after, usable_manifest
+from pipeline.settings import RunSettings
+from pipeline.workers import Inbox, WorkerBatch
+from stages.policy import Policy
+from store.checkpoints import Checkpoint, CheckpointStore
+from store.codec import encode
+from store.config import Config
+from store.journal import Journal
+from store.layout import IndexLayout
+from store.records import Manifest, SessionState, SkippedFile
+from store.writer import StoreWriter
+
+__all__ = ["PUBLISH_VERSION", "Publisher"]
+
+log = structlog.get_logger()
+
+PUBLISH_VERSION: Final = 1
+
+
+class Publisher:
+    """Every worker's changes → generations; the publish checkpoint; garbage collection.
+
+    The caller holds the writer lock for the publisher's lifetime.
+    """
+
+    name = PUBLISH_STAGE
+
+    def __init__(
+        self,
+        config: Config,
+        *,
+        settings: RunSettings,
+        inbox: Inbox,
+        journal: Journal,
+        policy: Policy,
+        writer: StoreWriter,
+        on_published: Callable[[int], None] = lambda position: None,
+        clock: Callable[[], float] = time.monotonic,
+        now_ns: Callable[[], int] = time.time_ns,
+    ) -> None:
+        self.config = config
+        self.settings = settings
+        self.inbox = inbox
+        self.journal = journal
+        self.policy = policy.fingerprint()
+        self.writer = writer
+        self.on_published = on_published
+        self.clock = clock
+        self.now_ns = now_ns
+        self.checkpoints = CheckpointStore(IndexLayout(config.index_dir).checkpoints)
+        self.sessions: dict[str, SessionState] = {}
+        self.skipped: dict[str, SkippedFile] = {}
+        self.position = -1
+        self.generations = 0
+        self.last_published_ns: int | None = None
+        self._boot_position = -1
+        self._handed: dict[int, int] = {}
+        self._dirty = False
+        self._candidate = -1
+        self._published_at = float("-inf")
+        self._interval = settings.publish_min_s
+        self._checkpointed = -1
+        self._checkpoint_at = 0.0
+        self._gc_at = 0.0
+        self._since_gc = 0
+
+    def boot(self, now: float) -> None:
+        manifest = usable_manifest(self.config.index_dir, self.policy)
+        if manifest is not None:
+            self.sessions = {s.path: s for s in manifest.sessions}
+            self.skipped = {k.path: k for k in manifest.skipped}
+        elif self.writer.current_generation():
+            self._dirty = True  # built under another policy: stop serving it at once
+        self.position = self._boot_position = resume_after(self.config.index_dir, self.journal)
+        self._candidate = self.position
+        self._checkpointed = self.position
+        self._gc_at = now
+        self.on_published(self.position)
+
+    # -- the loop --------------------------------------------------------------------------
+
+    def loop_once(self, now: float, *, wait: float = 0.0) -> bool:
+        """Apply what the workers handed over and publish when due; True when busy."""
+        got = 0
+        batch = self.inbox.get(wait)
+        while batch is not None:
+            self._apply(batch)
+            got += 1
+            batch = self.inbox.get(0)
+        if got:
+            workers = range(self.settings.workers)
+            self._candidate = min(self._handed.get(w, self._boot_position) for w in workers)
+        published = False
+        if self._dirty and now - self._published_at >= self._interval:
+            self._publish(now)
+            published = True
+        if not self._dirty and self._candidate > self.position:
+            self.position = self._candidate
+            self.on_published(self.position)
+        self._checkpoint(now, idle=not got)
+        overdue = now - self._gc_at >= 2 * self.settings.gc_interval_s
+        if (not got and not published) or overdue:
+            self._collect(now)
+        return bool(got) or published
+
+    def _apply(self, batch: WorkerBatch) -> None:
+        self._handed[batch.worker] = max(self._handed.get(batch.worker, -1), batch.position)
+        for change in batch.changes:
+            if isinstance(change, Upsert):
+                path = change.state.path
+                if self.sessions.get(path) != change.state or path in self.skipped:
+                    self.sessions[path] = change.state
+                    self.skipped.pop(path, None)
+                    self._dirty = True
+            elif isinstance(change, Skip):
+                path = change.skipped.path
+                if path in self.sessions or self.skipped.get(path) != change.skipped:
+                    self.sessions.pop(path, None)
+                    self.skipped[path] = change.skipped
+                    self._dirty = True
+            elif isinstance(change, Drop) and (
+                change.path in self.sessions or change.path in self.skipped
+            ):
+                self.sessions.pop(change.path, None)
+                self.skipped.pop(change.path, None)
+                self._dirty = True
+
+    def _publish(self, now: float) -> None:
+        generation = self.writer.current_generation() + 1
+        manifest = Manifest(
+            generation=generation,
+            created_ns=self.now_ns(),
+            policy=self.policy,
+            roots={agent: str(root) for agent, root in self.config.roots.items()},
+            hot_sessions=self.config.memory.hot_sessions,
+            sessions=tuple(self.sessions[p] for p in sorted(self.sessions)),
+            skipped=tuple(self.skipped[p] for p in sorted(self.skipped)),
+        )
+        self.writer.publish(manifest)
+        self._dirty = False
+        self._published_at = now
+        self.generations += 1
+        self._since_gc += 1
+        self.last_published_ns = manifest.created_ns
+        # Publishing rewrites the whole manifest: a big index publishes less often.
+        size = len(encode(manifest))
+        self._interval = max(self.settings.publish_min_s, size / self.settings.publish_bytes_per_s)
+        log.info(
+            "generation.published",
+            generation=generation,
+            sessions=len(self.sessions),
+            position=self._candidate,
+        )
+
+    def _checkpoint(self, now: float, *, idle: bool) -> None:
+        if self.position == self._checkpointed:
+            return
+        if not idle and now - self._checkpoint_at < self.settings.checkpoint_s:
+            return
+        self.checkpoints.write(
+            Checkpoint(PUBLISH_STAGE, PUBLISH_VERSION, self.position, time.time_ns())
+        )
+        self._checkpointed = self.position
+        self._checkpoint_at = now
+
+    def _collect(self, now: float) -> None:
+        if not self._since_gc or now - self._gc_at < self.settings.gc_interval_s:
+            return
+        report = self.writer.collect_garbage(
+            keep_generations=self.settings.keep_generations,
+            grace_seconds=self.settings.gc_grace_s,
+        )
+        self._gc_at = now
+        self._since_gc = 0
+        log.info(
+            "store.collected",
+            bytes_freed=report.bytes_freed,
+            records=report.records_deleted,
+            manifests=report.manifests_deleted,
+        )
+
+    def flush(self, now: float) -> None:
+        """Publish what is pending and write the checkpoint now (at shutdown)."""
+        if self._dirty:
+            self._publish(now)
+        if self._candidate > self.position:
+            self.position = self._candidate
+            self.on_published(self.position)
+        self._checkpoint(now, idle=True)
+
+    def statistics(self) -> dict[str, object]:
+        return {
+            "position": self.position,
+            "generation": self.writer.current_generation(),
+            "generations": self.generations,
+            "lastPublishedNs": self.last_published_ns,
+            "bytesWritten": self.writer.bytes_written,
+        }
