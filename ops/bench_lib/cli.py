@@ -54,6 +54,11 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--fresh-count", type=int, default=100, help="appends (0 skips freshness)")
     p.add_argument("--fresh-rate", type=float, default=5.0, help="appends per second")
     p.add_argument("--no-rg", action="store_true", help="skip the rg baseline")
+    p.add_argument(
+        "--quality-sample",
+        type=int,
+        help="check this many planted and off-branch terms (seeded sample) instead of all",
+    )
     p.add_argument("--processes", type=int, help="pipeline worker processes")
     p.add_argument("--hot-sessions", type=int, help="memory.hotSessions (default: the default)")
     return p
@@ -427,7 +432,9 @@ def _measure_queries(
         res["latency"] = {"ours": lat}
         res["results"] = {"ours": seen}
         _log("quality checks")
-        res["quality"] = run_quality(ours.ask, corpus, manifest, canaries)
+        res["quality"] = run_quality(
+            ours.ask, corpus, manifest, canaries, sample=ns.quality_sample, seed=ns.seed
+        )
         res["query_rss"] = serve.rss() if serve else ours.rss()
     finally:
         ours.close()

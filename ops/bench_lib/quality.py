@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import json
+import random
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -142,12 +143,30 @@ def _canaries(ask: Ask, canaries: list[Canary]) -> dict[str, Any]:
 
 
 def run_quality(
-    ask: Ask, corpus: Path, manifest: dict[str, Any], canaries: list[Canary]
+    ask: Ask,
+    corpus: Path,
+    manifest: dict[str, Any],
+    canaries: list[Canary],
+    *,
+    sample: int | None = None,
+    seed: int = 0,
 ) -> dict[str, dict[str, Any]]:
-    return {
-        "planted_hit1": _planted(ask, manifest),
-        "off_branch_hidden": _off_branch(ask, manifest),
+    """Every check; ``sample`` bounds the planted and off-branch terms asked (seeded)."""
+    terms = manifest
+    if sample is not None:
+        rng = random.Random(seed)
+        terms = {
+            key: rng.sample(manifest[key], min(sample, len(manifest[key])))
+            for key in ("planted", "off_branch")
+        }
+    out = {
+        "planted_hit1": _planted(ask, terms),
+        "off_branch_hidden": _off_branch(ask, terms),
         "negative_zero": _negative(ask, manifest),
         "structural_truth": _structural(ask, corpus, manifest),
         "no_leaks": _canaries(ask, canaries),
     }
+    if sample is not None:
+        for key, name in (("planted", "planted_hit1"), ("off_branch", "off_branch_hidden")):
+            out[name]["of"] = len(manifest[key])
+    return out
