@@ -25,7 +25,6 @@ from pipeline.settings import RunSettings
 from pipeline.workers import Inbox, WorkerBatch
 from stages.policy import Policy
 from store.checkpoints import Checkpoint, CheckpointStore
-from store.codec import encode
 from store.config import Config
 from store.journal import Journal
 from store.layout import IndexLayout
@@ -158,15 +157,18 @@ class Publisher:
             sessions=tuple(self.sessions[p] for p in sorted(self.sessions)),
             skipped=tuple(self.skipped[p] for p in sorted(self.skipped)),
         )
+        before = self.writer.bytes_written
         self.writer.publish(manifest)
+        written = self.writer.bytes_written - before
         self._dirty = False
         self._published_at = now
         self.generations += 1
         self._since_gc += 1
         self.last_published_ns = manifest.created_ns
-        # Publishing rewrites the whole manifest: a big index publishes less often.
-        size = len(encode(manifest))
-        self._interval = max(self.settings.publish_min_s, size / self.settings.publish_bytes_per_s)
+        # What a publish writes (changed chunks, the manifest of chunk names) sets the pace.
+        self._interval = max(
+            self.settings.publish_min_s, written / self.settings.publish_bytes_per_s
+        )
         log.info(
             "generation.published",
             generation=generation,

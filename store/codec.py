@@ -26,6 +26,7 @@ from store.records import (
     ColdDigest,
     HotShard,
     Manifest,
+    SessionChunk,
     SessionEntries,
     SourceEvent,
 )
@@ -51,10 +52,11 @@ _COMPRESSION: Final[dict[str, tuple[int, int]]] = {
     "entries": (COMPRESS_THRESHOLD, 1),
     "shard": (COMPRESS_THRESHOLD, 1),
     "digest": (1024, 6),
+    "chunk": (COMPRESS_THRESHOLD, 1),
 }
 
-Record = SessionEntries | HotShard | ColdDigest | Manifest | SourceEvent
-T = TypeVar("T", SessionEntries, HotShard, ColdDigest, Manifest, SourceEvent)
+Record = SessionEntries | HotShard | ColdDigest | Manifest | SourceEvent | SessionChunk
+T = TypeVar("T", SessionEntries, HotShard, ColdDigest, Manifest, SourceEvent, SessionChunk)
 
 KINDS: Final[dict[str, type[Record]]] = {
     "entries": SessionEntries,
@@ -62,6 +64,7 @@ KINDS: Final[dict[str, type[Record]]] = {
     "digest": ColdDigest,
     "manifest": Manifest,
     "event": SourceEvent,
+    "chunk": SessionChunk,
 }
 _KIND_OF: Final[dict[type[Record], str]] = {cls: kind for kind, cls in KINDS.items()}
 

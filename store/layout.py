@@ -34,7 +34,7 @@ __all__ = [
 
 HASH_HEX_LEN: Final = 64
 # Kinds that live under records/ (manifests and events have their own folders).
-RECORD_KINDS: Final = frozenset({"entries", "shard", "digest"})
+RECORD_KINDS: Final = frozenset({"entries", "shard", "digest", "chunk"})
 _MANIFEST_PREFIX: Final = "manifest-"
 _MANIFEST_SUFFIX: Final = ".msgpack"
 _GEN_DIGITS: Final = 12
@@ -132,3 +132,12 @@ class IndexLayout:
             self.checkpoints,
             self.run,
         )
+
+
+# How many chunks a manifest's sessions are spread over (see store.writer._chunked).
+CHUNKS = 64
+
+
+def chunk_of(path: str) -> int:
+    """The chunk a session's row lives in: fixed by its path, stable across generations."""
+    return blake3.blake3(path.encode("utf-8", "surrogatepass")).digest()[0] % CHUNKS

@@ -12,7 +12,8 @@ imports only this module (plus records, tokens, codec, errors and layout).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections import OrderedDict
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Final
 
@@ -21,7 +22,7 @@ import blake3
 from store.codec import T, decode
 from store.errors import CorruptRecord, SnapshotMissing
 from store.layout import IndexLayout, parse_manifest_name
-from store.records import Manifest, SessionState
+from store.records import Manifest, SessionChunk, SessionState
 
 __all__ = ["Snapshot", "open_snapshot", "read_current"]
 
@@ -69,8 +70,40 @@ def open_snapshot(index_dir: Path) -> Snapshot:
             raise CorruptRecord(
                 path, f"manifest holds generation {manifest.generation}, its name {generation}"
             )
+        if manifest.chunks:
+            try:
+                manifest = _with_sessions(layout, manifest)
+            except FileNotFoundError as exc:  # collected after CURRENT moved on: look again
+                last = exc
+                continue
         return Snapshot(generation, manifest, layout)
     raise CorruptRecord(layout.current, f"CURRENT names a missing manifest ({last})")
+
+
+# Decoded chunks by name. Chunks are immutable and an append changes one of them, so a
+# reader that reopens after every publish decodes one chunk instead of every session row.
+_CHUNKS: OrderedDict[str, SessionChunk] = OrderedDict()
+_CHUNK_CACHE = 1024
+
+
+def _chunk(layout: IndexLayout, name: str) -> SessionChunk:
+    found = _CHUNKS.get(name)
+    if found is not None:
+        _CHUNKS.move_to_end(name)
+        return found
+    path = layout.record_path(name)
+    found = decode(path.read_bytes(), expect=SessionChunk, path=str(path))
+    _CHUNKS[name] = found
+    while len(_CHUNKS) > _CHUNK_CACHE:
+        _CHUNKS.popitem(last=False)
+    return found
+
+
+def _with_sessions(layout: IndexLayout, manifest: Manifest) -> Manifest:
+    """The manifest with the sessions of its chunks, sorted by path."""
+    sessions = [s for name in manifest.chunks for s in _chunk(layout, name).sessions]
+    sessions.sort(key=lambda s: s.path)
+    return replace(manifest, sessions=tuple(sessions))
 
 
 @dataclass(frozen=True, slots=True)

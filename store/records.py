@@ -11,6 +11,7 @@ Record kinds and who writes them::
     HotShard         records/       digest      display entries + BM25 postings (hot tier)
     ColdDigest       records/       digest      vocabulary + structural addresses (cold tier)
     SessionState     manifest row   pipeline    stamp, hashes, tier, record names, coverage
+    SessionChunk     records/       writer      a slice of one generation's SessionStates
     Manifest         manifests/     pipeline    one generation: every SessionState
 
 Names follow Python style here; the seed's camelCase names appear only in query results.
@@ -32,6 +33,7 @@ __all__ = [
     "HotShard",
     "Manifest",
     "NormalizedEntry",
+    "SessionChunk",
     "SessionEntries",
     "SessionState",
     "ShardView",
@@ -461,6 +463,25 @@ class SessionState:
 
 
 @dataclass(frozen=True, slots=True)
+class SessionChunk:
+    """A slice of a generation's sessions, stored as a content-addressed record.
+
+    The writer spreads a manifest's sessions over a fixed number of chunks by a hash of the
+    path, so an append that changes one session rewrites one small chunk and a manifest of
+    chunk names instead of every session's row.
+    """
+
+    sessions: tuple[SessionState, ...]
+
+    def to_wire(self) -> Wire:
+        return [[s.to_wire() for s in self.sessions]]
+
+    @classmethod
+    def from_wire(cls, w: Wire) -> SessionChunk:
+        return cls(tuple(SessionState.from_wire(s) for s in w[0]))
+
+
+@dataclass(frozen=True, slots=True)
 class SkippedFile:
     """An eligible-looking file that is not indexed, with the reason (e.g. unreadable)."""
 
@@ -482,7 +503,9 @@ class Manifest:
 
     ``sessions`` is sorted by path. ``roots`` maps agent to the resolved root directory the
     generation was built from; ``policy`` is the config fingerprint the records honour.
-    ``reasons`` are index-wide coverage reasons (e.g. a work budget reached).
+    ``reasons`` are index-wide coverage reasons (e.g. a work budget reached). On disk the
+    sessions live in ``SessionChunk`` records named by ``chunks`` (and ``sessions`` is empty);
+    a reader puts them back, so in memory ``sessions`` is always the whole list.
     """
 
     generation: int
@@ -493,6 +516,7 @@ class Manifest:
     sessions: tuple[SessionState, ...]
     skipped: tuple[SkippedFile, ...] = ()
     reasons: tuple[str, ...] = ()
+    chunks: tuple[str, ...] = ()
 
     def to_wire(self) -> Wire:
         return [
@@ -504,6 +528,7 @@ class Manifest:
             [s.to_wire() for s in self.sessions],
             [s.to_wire() for s in self.skipped],
             list(self.reasons),
+            list(self.chunks),
         ]
 
     @classmethod
@@ -517,11 +542,12 @@ class Manifest:
             tuple(SessionState.from_wire(s) for s in w[5]),
             tuple(SkippedFile.from_wire(s) for s in w[6]),
             tuple(w[7]),
+            tuple(w[8]) if len(w) > 8 else (),
         )
 
     def records(self) -> set[str]:
-        """Every record file name this generation references."""
-        names: set[str] = set()
+        """Every record file name this generation references (its chunks included)."""
+        names: set[str] = set(self.chunks)
         for s in self.sessions:
             names.add(s.index_record)
             names.add(s.entries_record)

@@ -19,20 +19,33 @@ import os
 import shutil
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Final
 
 from store.atomic import FILE_MODE, atomic_write, ensure_dir, fsync_dir
 from store.codec import decode, encode, kind_of
 from store.errors import CorruptRecord, GenerationConflict, NotAnIndex, StoreLocked
-from store.layout import IndexLayout, is_record_name, parse_manifest_name, record_name
+from store.layout import (
+    IndexLayout,
+    chunk_of,
+    is_record_name,
+    parse_manifest_name,
+    record_name,
+)
 from store.reader import read_current
-from store.records import ColdDigest, HotShard, Manifest, SessionEntries
+from store.records import (
+    ColdDigest,
+    HotShard,
+    Manifest,
+    SessionChunk,
+    SessionEntries,
+    SessionState,
+)
 
 __all__ = ["GcReport", "StoreWriter", "StoredRecord"]
 
-StoredRecord = SessionEntries | HotShard | ColdDigest
+StoredRecord = SessionEntries | HotShard | ColdDigest | SessionChunk
 
 _TEMP_PREFIX: Final = "."
 _LOCK_NAME: Final = "lock"
@@ -77,8 +90,8 @@ class StoreWriter:
         An existing file of that name already holds these bytes, so it is only touched: its
         fresh mtime keeps a grace-period GC from collecting a record about to be republished.
         """
-        if not isinstance(record, SessionEntries | HotShard | ColdDigest):
-            raise TypeError(f"put() stores entries, shards and digests, not {type(record)}")
+        if not isinstance(record, SessionEntries | HotShard | ColdDigest | SessionChunk):
+            raise TypeError(f"put() stores entries, shards, digests and chunks, not {type(record)}")
         data = encode(record)
         name = record_name(data, kind_of(record))
         path = self.layout.record_path(name)
@@ -115,6 +128,7 @@ class StoreWriter:
                     self.layout.root,
                     f"manifest generation {manifest.generation}, current is {current}",
                 )
+            manifest = self._chunked(manifest)
             names = manifest.records()
             added = self._check_records(current, names)
             # Records may come from other processes' put(): make their renames durable before
@@ -125,7 +139,7 @@ class StoreWriter:
                 fsync_dir(self.layout.records)
             path = self.layout.manifest_path(manifest.generation)
             self._ensure_dir(path.parent)
-            data = encode(manifest)
+            data = encode(replace(manifest, sessions=()))
             atomic_write(path, data)
             self.bytes_written += len(data)
             pointer = f"{path.name}\n".encode("ascii")
@@ -149,9 +163,30 @@ class StoreWriter:
             )
         return added
 
+    def _chunked(self, manifest: Manifest) -> Manifest:
+        """*manifest* with its sessions also stored as chunk records, named in ``chunks``.
+
+        A session's chunk is fixed by its path, so a change to one session rewrites one chunk
+        (about 1/CHUNKS of the rows) while every other chunk keeps its name and file.
+        """
+        groups: dict[int, list[SessionState]] = {}
+        for state in manifest.sessions:
+            groups.setdefault(chunk_of(state.path), []).append(state)
+        names = tuple(
+            self.put(SessionChunk(tuple(sorted(groups[k], key=lambda s: s.path))))[0]
+            for k in sorted(groups)
+        )
+        return replace(manifest, chunks=names)
+
     def _records_of(self, generation: int) -> frozenset[str]:
         path = self.layout.manifest_path(generation)
-        return frozenset(decode(path.read_bytes(), expect=Manifest, path=str(path)).records())
+        manifest = decode(path.read_bytes(), expect=Manifest, path=str(path))
+        names = set(manifest.records())
+        for name in manifest.chunks:
+            chunk_path = self.layout.record_path(name)
+            chunk = decode(chunk_path.read_bytes(), expect=SessionChunk, path=str(chunk_path))
+            names |= Manifest.records(replace(manifest, sessions=chunk.sessions, chunks=()))
+        return frozenset(names)
 
     # -- the lock --------------------------------------------------------------------------
 

@@ -7,6 +7,7 @@ import fcntl
 import os
 import stat
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -101,16 +102,21 @@ def test_publish_writes_manifest_then_current(
     order: list[str] = []
     real = atomic_write
 
-    def spy(path: Path, data: bytes) -> None:
+    def spy(path: Path, data: bytes, *, sync_dir: bool = True) -> None:
         order.append(path.name)
-        real(path, data)
+        real(path, data, sync_dir=sync_dir)
 
     monkeypatch.setattr("store.writer.atomic_write", spy)
     before = w.bytes_written
     w.publish(manifest(1, (state("/s/a.jsonl", shard[0], entries[0]),)))
-    assert order == ["manifest-000000000001.msgpack", "CURRENT"]
+    # the session rows go to a chunk record first, then the manifest, then CURRENT
+    assert [n.rsplit(".", 1)[-1] for n in order[:-2]] == ["chunk"]
+    assert order[-2:] == ["manifest-000000000001.msgpack", "CURRENT"]
     assert (tmp_path / "CURRENT").read_bytes() == b"manifest-000000000001.msgpack\n"
-    written = (tmp_path / "CURRENT").stat().st_size + w.layout.manifest_path(1).stat().st_size
+    chunk = w.layout.record_path(order[0])
+    written = sum(
+        p.stat().st_size for p in (tmp_path / "CURRENT", w.layout.manifest_path(1), chunk)
+    )
     assert w.bytes_written - before == written
     assert w.current_generation() == 1 and read_current(tmp_path) == 1
 
@@ -252,7 +258,8 @@ def test_gc_keeps_newest_generations_and_their_records(tmp_path: Path) -> None:
     names = _five_generations(w)
     report = w.collect_garbage(keep_generations=3, grace_seconds=600, now=NOW)
     assert report.kept_generations == (3, 4, 5)
-    assert (report.manifests_deleted, report.records_deleted) == (2, 4)
+    # generations 1 and 2 each leave a shard, an entries record and a session chunk
+    assert (report.manifests_deleted, report.records_deleted) == (2, 6)
     assert report.bytes_freed == report.manifest_bytes + report.record_bytes > 0
     for g, (shard, entries) in enumerate(names, start=1):
         assert w.layout.manifest_path(g).exists() == (g >= 3)
@@ -309,9 +316,10 @@ def test_gc_spares_everything_inside_the_grace_period(tmp_path: Path) -> None:
     assert report.manifests_deleted == 2  # 3 and 4 are old; 1 and 2 are young
     assert w.layout.manifest_path(1).exists() and w.layout.manifest_path(2).exists()
     # generation 1 and 2's records survive because their manifests do; 3 and 4's go
-    assert report.records_deleted == 4
+    # (a shard, an entries record and a session chunk each)
+    assert report.records_deleted == 6
     snap1_records = {n for n in _records(w) if n != young}
-    assert len(snap1_records) == 6
+    assert len(snap1_records) == 9  # generations 1, 2 and 5: three records each
     assert young in _records(w)
 
 
@@ -455,3 +463,27 @@ def test_publish_makes_the_renames_of_new_records_durable_first(
     assert record_writes and folder_syncs
     assert "fsync:records" in folder_syncs
     assert events[-1] == "write:CURRENT"
+
+
+def test_sessions_live_in_chunks_and_an_append_rewrites_one(tmp_path: Path) -> None:
+    from store.reader import open_snapshot
+
+    w = StoreWriter(tmp_path)
+    shard, _ = w.put(hot_shard())
+    entries, _ = w.put(session_entries())
+    states = tuple(state(f"/s/{n:03d}.jsonl", shard, entries) for n in range(200))
+    w.publish(manifest(1, states))
+    snap = open_snapshot(tmp_path)
+    assert snap.manifest.sessions == states  # read back whole, sorted by path
+    first = set(snap.manifest.chunks)
+    assert len(first) > 1
+    # When one session changes
+    changed = states[:7] + (replace(states[7], size=states[7].size + 1),) + states[8:]
+    before = w.bytes_written
+    w.publish(manifest(2, changed))
+    snap2 = open_snapshot(tmp_path)
+    assert snap2.manifest.sessions == changed
+    # Then exactly one chunk is new, and far less than every row is written
+    assert len(set(snap2.manifest.chunks) - first) == 1
+    chunk_bytes = sum(w.layout.record_path(n).stat().st_size for n in first)
+    assert w.bytes_written - before < chunk_bytes / 4
