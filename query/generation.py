@@ -282,6 +282,7 @@ class Generation:
             self.by_stem.setdefault(stem, []).append(s)
             self.by_cwd.setdefault(os.path.normpath(s.cwd) if s.cwd else "", []).append(s)
         self._real: dict[str, SessionState] | None = None
+        self._ordered: dict[str | None, tuple[SessionState, ...]] = {}
         self._hot: dict[str, HotIndex] = {}
         self._shards: dict[tuple[SessionState, str], ShardData] = {}
         # decoded base shards by record name: an append adds a delta, the base stays the same
@@ -342,6 +343,18 @@ class Generation:
 
     def roots(self) -> list[Path]:
         return [Path(r) for r in self.manifest.roots.values()]
+
+    def ordered(self, agent: str | None = None) -> tuple[SessionState, ...]:
+        """Every session of *agent* (or all), newest first then by path; sorted once."""
+        found = self._ordered.get(agent)
+        if found is None:
+            found = self._ordered[agent] = tuple(
+                sorted(
+                    (s for s in self.sessions if agent is None or s.agent == agent),
+                    key=order_key,
+                )
+            )
+        return found
 
     # -- record loading ---------------------------------------------------------------------
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 import re
+import time
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -216,31 +217,70 @@ def _skipped_in_project(
     ]
 
 
-def _session_files(folder: str, *, recursive: bool) -> Iterator[os.DirEntry[str]]:
-    """The ``*.jsonl`` regular files under *folder*, as discovery sees them (no symlinks).
+@dataclass(frozen=True, slots=True)
+class _Listing:
+    """One folder's subfolders and ``*.jsonl`` regular files, as of its mtime."""
 
-    Directory entries carry their type, so known files cost no ``stat`` at all.
-    """
+    stamp: tuple[int, int]
+    folders: tuple[str, ...]
+    files: tuple[str, ...]
+
+
+# Folder listings by path, reused while the folder's (inode, mtime) is unchanged: creating,
+# removing or renaming an entry moves the folder's mtime, so only changed folders are read
+# again and a query over thousands of sessions lists nothing in the common case.
+_LISTINGS: dict[str, _Listing] = {}
+_LISTINGS_MAX = 65_536
+# A folder changed this recently is always read again: two changes within one tick of a
+# coarse filesystem clock could leave its mtime where the cached listing saw it.
+_SETTLED_NS = 2_000_000_000
+
+
+def _listing(folder: str) -> _Listing | None:
+    try:
+        st = os.stat(folder, follow_symlinks=False)
+    except OSError:
+        return None
+    stamp = (st.st_ino, st.st_mtime_ns)
+    found = _LISTINGS.get(folder)
+    if found is not None and found.stamp == stamp:
+        return found
+    folders: list[str] = []
+    files: list[str] = []
+    try:
+        with os.scandir(folder) as it:
+            for entry in it:
+                try:
+                    if entry.is_dir(follow_symlinks=False):
+                        folders.append(entry.path)
+                    elif (
+                        entry.name.endswith(".jsonl")
+                        and not entry.name.startswith(".")
+                        and entry.is_file(follow_symlinks=False)
+                    ):
+                        files.append(entry.path)
+                except OSError:
+                    continue
+    except OSError:
+        return None
+    listing = _Listing(stamp, tuple(folders), tuple(files))
+    if time.time_ns() - st.st_mtime_ns > _SETTLED_NS:
+        if len(_LISTINGS) >= _LISTINGS_MAX:
+            _LISTINGS.clear()
+        _LISTINGS[folder] = listing
+    return listing
+
+
+def _session_files(folder: str, *, recursive: bool) -> Iterator[str]:
+    """The ``*.jsonl`` regular files under *folder*, as discovery sees them (no symlinks)."""
     pending = [folder]
     while pending:
-        try:
-            with os.scandir(pending.pop()) as it:
-                entries = list(it)
-        except OSError:
+        listing = _listing(pending.pop())
+        if listing is None:
             continue
-        for entry in entries:
-            try:
-                if entry.is_dir(follow_symlinks=False):
-                    if recursive:
-                        pending.append(entry.path)
-                elif (
-                    entry.name.endswith(".jsonl")
-                    and not entry.name.startswith(".")
-                    and entry.is_file(follow_symlinks=False)
-                ):
-                    yield entry
-            except OSError:
-                continue
+        if recursive:
+            pending.extend(listing.folders)
+        yield from listing.files
 
 
 def _unseen(
@@ -253,13 +293,12 @@ def _unseen(
     """
     out: list[Unindexed] = []
     for agent, folder in folders:
-        for entry in _session_files(folder, recursive=recursive):
-            path = entry.path
+        for path in _session_files(folder, recursive=recursive):
             if path in gen.by_path or path in gen.skipped:
                 continue
             if newer_than:
                 try:
-                    if entry.stat(follow_symlinks=False).st_mtime_ns < newer_than:
+                    if os.stat(path, follow_symlinks=False).st_mtime_ns < newer_than:
                         continue
                 except OSError:
                     continue
@@ -282,9 +321,7 @@ def resolve_scope(
         return Resolved(scope, unindexed=(t.unindexed,))
     reasons = tuple(gen.manifest.reasons)
     if scope.kind == "global":
-        sessions = sorted(
-            (s for s in gen.sessions if agent is None or s.agent == agent), key=order_key
-        )
+        sessions = gen.ordered(agent)
         skipped = [
             Unindexed(s.path, s.agent, s.reason)
             for s in gen.skipped.values()
