@@ -284,15 +284,17 @@ class Generation:
         self._real: dict[str, SessionState] | None = None
         self._ordered: dict[str | None, tuple[SessionState, ...]] = {}
         self._hot: dict[str, HotIndex] = {}
-        self._shards: dict[tuple[SessionState, str], ShardData] = {}
+        # Keyed by (path, branches); a hit counts only while the value's state is this
+        # generation's state of that path (identity first: unchanged chunks decode once).
+        self._shards: dict[tuple[str, str], ShardData] = {}
         # decoded base shards by record name: an append adds a delta, the base stays the same
         self._bases: dict[str, HotShard] = {}
-        self._cold: dict[tuple[SessionState, str], ColdSession] = {}
+        self._cold: dict[tuple[str, str], ColdSession] = {}
         self._terms: dict[str, tuple[TermIndex, dict[str, int]]] = {}
         self._lookups: dict[str, int] = {}
-        self._entries: OrderedDict[tuple[SessionState, str], tuple[NormalizedEntry, ...]] = (
-            OrderedDict()
-        )
+        self._entries: OrderedDict[
+            tuple[str, str], tuple[SessionState, tuple[NormalizedEntry, ...]]
+        ] = OrderedDict()
         self.ids = Interner()
         if previous is not None:
             self._carry(previous)
@@ -302,21 +304,27 @@ class Generation:
 
         A live pipeline publishes a generation per batch of appends, usually touching one or
         two hot sessions; rebuilding every shard, cold column and the merged cold term index
-        for each would put seconds between an append and the next answer. Everything is keyed
-        by the complete SessionState (stamp, hashes, record names), so a changed session is
-        never served from the old one's structures.
+        for each would put seconds between an append and the next answer. Only what was
+        built from the very same SessionState (stamp, hashes, record names) is kept, so a
+        changed session is never served from the old one's structures.
         """
         self.ids = previous.ids  # cold columns hold ids of this interner
-        live = set(self.sessions)
-        self._shards = {k: v for k, v in previous._shards.items() if k[0] in live}
+        by_path = self.by_path
+
+        def same(path: str, state: SessionState) -> bool:
+            now = by_path.get(path)
+            return now is state or now == state
+
+        self._shards = {k: v for k, v in previous._shards.items() if same(k[0], v.state)}
         bases = {s.index_record for s in self.sessions if s.tier == "hot"}
         self._bases = {k: v for k, v in previous._bases.items() if k in bases}
-        self._cold = {k: v for k, v in previous._cold.items() if k[0] in live}
+        self._cold = {k: v for k, v in previous._cold.items() if same(k[0], v.state)}
         for key, value in previous._entries.items():
-            if key[0] in live:
+            if same(key[0], value[0]):
                 self._entries[key] = value
+        unchanged_cold = self._cold_key() == previous._cold_key()
         for branches, (index, numbers) in previous._terms.items():
-            if self._cold_key() == previous._cold_key():
+            if unchanged_cold:
                 self._terms[branches] = (index, numbers)
             else:
                 # the merged index pays for itself again only after as many lookups
@@ -366,9 +374,10 @@ class Generation:
 
     def shard(self, state: SessionState, branches: str) -> ShardData:
         """A hot session's display entries and postings, its delta records appended."""
-        found = self._shards.get((state, branches))
-        if found is None:
-            found = self._shards[(state, branches)] = self._build_shard(state, branches)
+        key = (state.path, branches)
+        found = self._shards.get(key)
+        if found is None or (found.state is not state and found.state != state):
+            found = self._shards[key] = self._build_shard(state, branches)
         return found
 
     def _build_shard(self, state: SessionState, branches: str) -> ShardData:
@@ -421,9 +430,9 @@ class Generation:
         return found
 
     def cold(self, state: SessionState, branches: str) -> ColdSession:
-        key = (state, branches)
+        key = (state.path, branches)
         found = self._cold.get(key)
-        if found is None:
+        if found is None or (found.state is not state and found.state != state):
             digest: ColdDigest = self._load(state.index_record, ColdDigest)
             found = self._cold[key] = ColdSession(state, digest, branches, self.ids)
         return found
@@ -467,18 +476,18 @@ class Generation:
 
     def entries(self, state: SessionState, branches: str) -> tuple[NormalizedEntry, ...]:
         """The complete normalized entries of one view (SessionEntries + its deltas)."""
-        key = (state, branches)
-        found = self._entries.get(key)
-        if found is not None:
+        key = (state.path, branches)
+        cached = self._entries.get(key)
+        if cached is not None and (cached[0] is state or cached[0] == state):
             self._entries.move_to_end(key)
-            return found
+            return cached[1]
         base: SessionEntries = self._load(state.entries_record, SessionEntries)
         out = list(base.view(branches).entries)
         for name in state.entries_deltas:
             delta: SessionEntries = self._load(name, SessionEntries)
             out.extend(delta.view(branches).entries)
         found = tuple(out)
-        self._entries[key] = found
+        self._entries[key] = (state, found)
         while len(self._entries) > _ENTRIES_CACHE:
             self._entries.popitem(last=False)
         return found
