@@ -119,3 +119,33 @@ class PiRoot:
         if mtime_s is not None:
             os.utime(path, (mtime_s, mtime_s))
         return path
+
+
+def generated(
+    base: Path,
+    *,
+    sessions: int,
+    mean_kb: int,
+    seed: int,
+    agents: tuple[str, ...] = ("pi", "claude", "codex"),
+    hot_sessions: int = 50,
+    malformed_lines: bool = False,
+) -> tuple[Any, Config]:
+    """A generated corpus under ``base/corpus`` and a config indexing it into ``base/index``.
+
+    Returns (CorpusManifest, Config); the config file is ``base/config.toml``.
+    """
+    from pipeline.corpus import generate
+
+    out = base / "corpus"
+    manifest = generate(
+        out, sessions=sessions, mean_kb=mean_kb, seed=seed, agents=agents,
+        malformed_lines=malformed_lines,
+    )  # fmt: skip
+    path = base / "config.toml"
+    path.write_text(
+        "[sources]\n"
+        + "".join(f'{a} = "{out / rel}"\n' for a, rel in sorted(manifest.roots.items()))
+        + f'[memory]\nindexDir = "{base / "index"}"\nhotSessions = {hot_sessions}\n'
+    )
+    return manifest, load_config(path)

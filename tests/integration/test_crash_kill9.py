@@ -13,8 +13,6 @@ moments, then started once more and left to go idle. Then:
 from __future__ import annotations
 
 import random
-import subprocess
-import sys
 import threading
 import time
 from dataclasses import replace
@@ -26,11 +24,11 @@ import pytest
 from pipeline.indexer import build_index
 from pipeline.status import collect_status
 from pipeline.testing import LivePipeline, pid_gone, wait_for
-from store.config import Config, load_config
+from store.config import Config
 from store.errors import CorruptRecord, SnapshotMissing
 from store.reader import open_snapshot
 from store.records import ColdDigest, HotShard, SessionEntries
-from tests.helpers import jsonl, user
+from tests.helpers import generated, jsonl, user
 
 pytestmark = pytest.mark.integration
 
@@ -96,20 +94,8 @@ class Reader(threading.Thread):
 
 
 def corpus(base: Path) -> Config:
-    out = base / "corpus"
-    subprocess.run(
-        [sys.executable, "-m", "pipeline.corpus", "--out", str(out), "--sessions", "48",
-         "--mean-kb", "250", "--seed", "5", "--agents", "pi,claude,codex", "--no-malformed"],
-        check=True,
-        stdout=subprocess.DEVNULL,
-    )  # fmt: skip
-    config_path = base / "config.toml"
-    config_path.write_text(
-        "[sources]\n"
-        + "".join(f'{a} = "{out / a}"\n' for a in ("pi", "claude", "codex"))
-        + f'[memory]\nindexDir = "{base / "index"}"\nhotSessions = 12\n'
-    )
-    return load_config(config_path)
+    _, config = generated(base, sessions=48, mean_kb=250, seed=5, hot_sessions=12)
+    return config
 
 
 def converged(config: Config) -> bool:

@@ -13,8 +13,6 @@ a clean `pipeline run --once`.
 from __future__ import annotations
 
 import statistics
-import subprocess
-import sys
 import time
 import uuid
 from dataclasses import replace
@@ -28,29 +26,17 @@ from pipeline.indexer import build_index
 from pipeline.status import collect_status
 from pipeline.testing import LivePipeline, wait_for
 from query.client import Memory
-from store.config import Config, load_config
+from store.config import Config
 from store.reader import open_snapshot
 from store.records import HotShard
-from tests.helpers import jsonl, user
+from tests.helpers import generated, jsonl, user
 
 pytestmark = pytest.mark.integration
 
 
 def corpus(base: Path) -> Config:
-    out = base / "corpus"
-    subprocess.run(
-        [sys.executable, "-m", "pipeline.corpus", "--out", str(out), "--sessions", "30",
-         "--mean-kb", "120", "--seed", "11", "--agents", "pi,claude,codex", "--no-malformed"],
-        check=True,
-        stdout=subprocess.DEVNULL,
-    )  # fmt: skip
-    path = base / "config.toml"
-    path.write_text(
-        "[sources]\n"
-        + "".join(f'{a} = "{out / a}"\n' for a in ("pi", "claude", "codex"))
-        + f'[memory]\nindexDir = "{base / "index"}"\nhotSessions = 40\n'
-    )
-    return load_config(path)
+    _, config = generated(base, sessions=30, mean_kb=120, seed=11, hot_sessions=40)
+    return config
 
 
 def last_json(path: Path) -> dict[str, Any]:

@@ -7,11 +7,12 @@ from typing import Any
 
 import pytest
 
-from pipeline.corpus import CorpusManifest, generate
+from pipeline.corpus import CorpusManifest
 from pipeline.indexer import build_index
 from pipeline.status import collect_status
 from query.engine import Engine
-from store.config import Config, load_config
+from store.config import Config
+from tests.helpers import generated
 
 pytestmark = pytest.mark.integration
 AGENTS = ("pi", "claude", "codex")
@@ -20,14 +21,7 @@ AGENTS = ("pi", "claude", "codex")
 @pytest.fixture(scope="module")
 def mixed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[CorpusManifest, Config]]:
     base = tmp_path_factory.mktemp("mixed")
-    manifest = generate(base / "c", sessions=30, mean_kb=8, seed=21, agents=AGENTS,
-                        malformed_lines=False)  # fmt: skip
-    text = "[sources]\n" + "".join(
-        f'{a} = "{base / "c" / rel}"\n' for a, rel in manifest.roots.items()
-    )
-    text += f'[memory]\nindexDir = "{base / "index"}"\nhotSessions = 8\n'
-    (base / "config.toml").write_text(text)
-    config = load_config(base / "config.toml")
+    manifest, config = generated(base, sessions=30, mean_kb=8, seed=21, hot_sessions=8)
     report = build_index(config, processes=1)
     assert report.failed == 0
     yield manifest, config

@@ -15,10 +15,9 @@ from typing import Any
 
 import pytest
 
-from pipeline.corpus import generate
 from pipeline.indexer import build_index
 from query.engine import Engine
-from store.config import load_config
+from tests.helpers import generated
 
 pytestmark = pytest.mark.integration
 
@@ -71,17 +70,14 @@ def failed_bash(record: dict[str, Any], valid_traces: set[tuple[str, str]], file
 
 
 def test_failed_bash_total_equals_an_independent_count(tmp_path: Path) -> None:
-    manifest = generate(tmp_path / "c", sessions=40, mean_kb=10, seed=11, malformed_lines=False)
-    (tmp_path / "config.toml").write_text(
-        f'[sources]\npi = "{tmp_path / "c" / "pi"}"\n'
-        f'[memory]\nindexDir = "{tmp_path / "index"}"\nhotSessions = 20\n'
+    manifest, config = generated(
+        tmp_path, sessions=40, mean_kb=10, seed=11, agents=("pi",), hot_sessions=20
     )
-    config = load_config(tmp_path / "config.toml")
     build_index(config, processes=1)
     valid = {(t.file, t.entry_id) for t in manifest.fabric_traces if t.valid}
     expected = 0
     for s in manifest.sessions:
-        for record in active_records(tmp_path / "c" / s.file):
+        for record in active_records(tmp_path / "corpus" / s.file):
             expected += failed_bash(record, valid, s.file)
     assert expected > 0
     with Engine(config) as engine:
