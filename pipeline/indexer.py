@@ -24,7 +24,7 @@ from pathlib import Path
 
 import structlog
 
-from pipeline.discovery import Candidate, discover
+from pipeline.discovery import discover
 from pipeline.session_job import Job, JobResult, index_session
 from stages.policy import Policy
 from stages.tier import assign_tiers
@@ -94,10 +94,6 @@ def _previous(index_dir: Path, policy: str) -> tuple[Manifest | None, dict[str, 
     return manifest, {s.path: s for s in manifest.sessions}
 
 
-def _same_stamp(state: SessionState, c: Candidate) -> bool:
-    return (state.dev, state.inode, state.size, state.mtime_ns, state.ctime_ns) == c.stamp
-
-
 def _batches(
     jobs: Sequence[Job], sizes: dict[str, int], max_sessions: int, max_bytes: int
 ) -> Iterator[list[Job]]:
@@ -152,7 +148,7 @@ def build_index(
             if (
                 state is not None
                 and state.tier == tiers[c.path]
-                and _same_stamp(state, c)
+                and state.stamp == c.stamp
                 and not state.index_deltas  # `pipeline run` left deltas: fold them
             ):
                 current[c.path] = state

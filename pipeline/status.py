@@ -196,7 +196,7 @@ def collect_status(config: Config) -> Status:
     for s in manifest.sessions:
         known.add(s.path)
         c = live.get(s.path)
-        if c is None or c.stamp != (s.dev, s.inode, s.size, s.mtime_ns, s.ctime_ns):
+        if c is None or c.stamp != s.stamp:
             status.stale += 1
             status.stale_sessions.append(s.path)
         else:

@@ -65,7 +65,7 @@ class Freshness:
         except OSError:
             return Observation("unreadable")
         stamp = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
-        if stamp == (state.dev, state.inode, state.size, state.mtime_ns, state.ctime_ns):
+        if stamp == state.stamp:
             return Observation("fresh", state.source_hash)
         if st.st_size != state.size and not need_hash:
             return Observation("changed")

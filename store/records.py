@@ -423,6 +423,11 @@ class SessionState:
     index_deltas: tuple[str, ...] = ()
     entries_deltas: tuple[str, ...] = ()
 
+    @property
+    def stamp(self) -> tuple[int, int, int, int, int]:
+        """(dev, inode, size, mtime_ns, ctime_ns): equal to a live stat's means unchanged."""
+        return (self.dev, self.inode, self.size, self.mtime_ns, self.ctime_ns)
+
     def view(self, branches: str) -> ViewSummary:
         for v in self.views:
             if v.branches == branches:
