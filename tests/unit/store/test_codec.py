@@ -221,10 +221,33 @@ def test_large_entries_and_shards_are_compressed_and_round_trip() -> None:
     assert len(_pack(big.to_wire())) > COMPRESS_THRESHOLD
     data = encode(big)
     env = _envelope(data)
-    assert len(env) == 5 and env[4] == "zlib" and isinstance(env[3], bytes)
+    assert len(env) == 5 and env[4] == "zstd" and isinstance(env[3], bytes)
     assert len(data) < len(_pack(big.to_wire())) / 3
     assert decode(data, expect=SessionEntries) == big
     assert encode(decode(data)) == data
+
+
+def test_zlib_envelopes_older_builds_wrote_still_decode() -> None:
+    big = session_entries(n=400, text="the quick brown fox jumps over the lazy dog " * 10)
+    packed = _pack(big.to_wire())
+    for level in (1, 6):
+        old = _pack([MAGIC, SCHEMA_VERSION, "entries", zlib.compress(packed, level), "zlib"])
+        assert decode(old, expect=SessionEntries) == big
+    digest = cold_digest()
+    old = _pack([MAGIC, SCHEMA_VERSION, "digest", zlib.compress(_pack(digest.to_wire())), "zlib"])
+    assert decode(old, expect=ColdDigest) == digest
+
+
+def test_encoding_an_equal_record_again_gives_the_same_bytes() -> None:
+    # encode() keeps the last record's bytes; an equal but distinct record must not depend on it.
+    a = session_entries(n=400, text="alpha beta gamma " * 30)
+    b = session_entries(n=400, text="alpha beta gamma " * 30)
+    c = session_entries(n=400, text="delta epsilon " * 30)
+    first = encode(a)
+    assert encode(a) is first
+    assert encode(b) == first and encode(c) != first
+    assert decode(encode(c)) == c
+    assert encode(a) == first
 
 
 def test_small_payloads_stay_plain_and_big_digests_compress() -> None:
@@ -246,6 +269,18 @@ def test_bad_compressed_payload_is_corrupt() -> None:
     bad = _pack([MAGIC, SCHEMA_VERSION, "entries", b"not zlib", "zlib"])
     with pytest.raises(CorruptRecord, match="compressed"):
         decode(bad)
+    good = encode(session_entries(n=400, text="the quick brown fox " * 20))
+    zbytes = _envelope(good)[3]
+    for cut in (0, 4, len(zbytes) // 2, len(zbytes) - 1):
+        bad = _pack([MAGIC, SCHEMA_VERSION, "entries", zbytes[:cut], "zstd"])
+        with pytest.raises(CorruptRecord, match="compressed"):
+            decode(bad)
+    flipped = zbytes[:20] + bytes([zbytes[20] ^ 0xFF]) + zbytes[21:]
+    with contextlib.suppress(CorruptRecord):  # zstd may or may not notice a flipped bit
+        decode(_pack([MAGIC, SCHEMA_VERSION, "entries", flipped, "zstd"]))
+    not_bytes = _pack([MAGIC, SCHEMA_VERSION, "entries", [1, 2], "zstd"])
+    with pytest.raises(CorruptRecord, match="compression"):
+        decode(not_bytes)
     unknown = _pack([MAGIC, SCHEMA_VERSION, "entries", zlib.compress(b"x"), "lz4"])
     with pytest.raises(CorruptRecord, match="compression"):
         decode(unknown)
@@ -322,3 +357,13 @@ def test_state_round_trips_inside_a_manifest() -> None:
     assert back.sessions == (s,)
     assert isinstance(back.sessions[0].views[0], ViewSummary)
     assert isinstance(decode(encode(event()), expect=SourceEvent).extra, dict)
+
+
+@settings(max_examples=200)
+@given(st.sampled_from(["zstd", "zlib"]), st.binary(max_size=64))
+def test_arbitrary_compressed_bytes_are_corrupt(name: str, zbytes: bytes) -> None:
+    # A frame header may claim any content size; a bad one must still end as CorruptRecord.
+    zstd_magic = b"\x28\xb5\x2f\xfd"
+    for payload in (zbytes, zstd_magic + zbytes):
+        with contextlib.suppress(CorruptRecord):
+            decode(_pack([MAGIC, SCHEMA_VERSION, "entries", payload, name]))
