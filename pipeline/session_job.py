@@ -1,6 +1,6 @@
 """One session through the five stages, from its bytes to stored records.
 
-    read bytes (+fstat) ─► blake3 ─► parse ─► adapter ─► lineage ×2 ─► normalize ×2
+    read bytes (+fstat) ─► blake3 ─► parse ─► adapter ─► lineage ×2 ─► normalize ×1-2
         ─► digest: SessionEntries + (HotShard | ColdDigest) ─► StoreWriter.put ─► SessionState
 
 This runs inside a worker process; everything it receives and returns is a plain, picklable
@@ -123,10 +123,15 @@ def build_session(job: Job, data: bytes, stamp: Stamp, writer: StoreWriter) -> B
     records with *writer*. Raises whatever a stage raises."""
     source_hash = blake3.blake3(data).hexdigest()
     session = read_session(data, job.path, job.agent)
-    views = [
-        ViewInput(lin, normalize(session, lin, job.policy))
-        for lin in (lineage(session, "active"), lineage(session, "all"))
-    ]
+    active, every = lineage(session, "active"), lineage(session, "all")
+    normalized = normalize(session, active, job.policy)
+    # Normalizing reads the lineage only through the records it selects: without branches
+    # (most sessions) "all" selects what "active" does and gets the very same result.
+    if every.selected != active.selected:
+        normalized_all = normalize(session, every, job.policy)
+    else:
+        normalized_all = normalized
+    views = [ViewInput(active, normalized), ViewInput(every, normalized_all)]
     fold = SessionFold(
         path=job.path,
         session_id=session.session_id,

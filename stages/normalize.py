@@ -11,6 +11,10 @@ non-null ``entry_id`` or ``operation_address`` mark coverage incomplete
 Entries carry their *complete* text with ``truncated=False``; the digest stage cuts display
 text to ``maxEntryChars`` with ``cut_text``. The result's reasons are this stage's own: the
 session's file reasons and the lineage's reasons are merged later, by digest.
+
+The result depends on the lineage only through ``lineage.selected``: two lineages selecting the
+same records normalize alike, which lets the session job normalize a session without branches
+once for both branch modes. Agent normalizers must keep it that way.
 """
 
 from __future__ import annotations
