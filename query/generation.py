@@ -87,10 +87,13 @@ class ShardData:
     postings: Mapping[str, bytes]
     complete_text: bool
     dl_sum: int = 0
+    # (-mtime_ns, path_key): this session's part of every item's rank key, computed once
+    order: tuple[int, bytes] = (0, b"")
     _normalized: list[str] | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         self.dl_sum = sum(c if c > 0 else 1 for c in self.token_counts)
+        self.order = order_key(self.state)
 
     def dl(self, pos: int) -> int:
         c = self.token_counts[pos]
@@ -98,11 +101,15 @@ class ShardData:
 
     def normalized(self, pos: int) -> str:
         """NFKC-lowercased text of entry *pos*, computed once (phrase matching)."""
-        from store.tokens import normalize_text
+        return self.normalized_texts()[pos]
 
+    def normalized_texts(self) -> list[str]:
+        """Every entry's NFKC-lowercased text, computed once per shard (phrase matching)."""
         if self._normalized is None:
+            from store.tokens import normalize_text
+
             self._normalized = [normalize_text(e.text) for e in self.entries]
-        return self._normalized[pos]
+        return self._normalized
 
 
 class HotIndex:
@@ -191,6 +198,7 @@ class ColdSession:
         "_stamps",
         "address_count",
         "last_ts",
+        "order",
         "state",
         "vocabulary",
     )
@@ -203,6 +211,7 @@ class ColdSession:
         self.vocabulary: bytes = view.vocabulary
         self.last_ts = view.last_ts
         self.address_count = len(view.addresses)
+        self.order = order_key(state)
         self._addresses: tuple[Address, ...] | None = view.addresses
         self._ids = ids
         self._columns: tuple[array[int], ...] = ()

@@ -128,8 +128,13 @@ def page(
     branches: str,
     request_args: dict[str, Any],
     coverage: dict[str, Any],
+    total: int | None = None,
 ) -> dict[str, Any]:
-    """One page of *items* from *offset*, within the envelope."""
+    """One page of *items* from *offset*, within the envelope.
+
+    *items* may stop after the page (the rest unranked); *total* then counts them all.
+    """
+    count = len(items) if total is None else total
     selected = list(items[offset : offset + page_size])
     hits = [
         entry_hit(i, plan, snippet_chars, branches)
@@ -142,10 +147,10 @@ def page(
         end = offset + n
         nxt = (
             {"ref": "memory.recall", "args": {**request_args, "offset": end}}
-            if end < len(items)
+            if end < count
             else None
         )
-        return {"total": len(items), "hits": hits[:n], "next": nxt, "coverage": coverage}
+        return {"total": count, "hits": hits[:n], "next": nxt, "coverage": coverage}
 
     n = len(hits)
     response = build(n)

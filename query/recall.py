@@ -324,6 +324,7 @@ def recall(
         cold=cold_scope,
         runner=runner,
         budgets=budgets,
+        keep=req.offset + req.page_size,
     )
     reasons |= result.reasons
     coverage: dict[str, Any] = {
@@ -353,4 +354,5 @@ def recall(
         branches=req.branches,
         request_args=request_args,
         coverage=coverage,
+        total=result.total,
     )

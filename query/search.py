@@ -17,13 +17,14 @@ result never pretends to be more complete than its inputs (reference §1.6/§1.7
 
 from __future__ import annotations
 
+import heapq
 import math
 from collections.abc import Container, Sequence
 from dataclasses import dataclass, field
 from typing import Final
 
 from query.args import Filters
-from query.generation import ColdSession, HotIndex, ShardData, path_key
+from query.generation import ColdSession, HotIndex, ShardData
 from query.postings import decode_pairs
 from query.regex import RegexLimits, RegexRunner
 from query.vocabulary import TermIndex, blob_contains, blob_terms
@@ -83,8 +84,10 @@ def plan_query(query: str | None, mode: str, match: str) -> Plan:
 
 def provenance_weight(e: NormalizedEntry, filters: Filters) -> float:
     """Human prose ahead of tool plumbing, unless the filters ask for operations."""
-    if filters.operational:
-        return 1.0
+    return 1.0 if filters.operational else _prose_weight(e)
+
+
+def _prose_weight(e: NormalizedEntry) -> float:
     tool, role = e.tool, e.role
     if tool is None and role == "assistant":
         return 2.5
@@ -113,13 +116,8 @@ class EntryItem:
         return self.shard.entries[self.pos]
 
     def key(self) -> tuple[float, int, int, int, bytes]:
-        return (
-            -self.score,
-            -self.shard.state.mtime_ns,
-            0,
-            self.entry.index,
-            path_key(self.shard.state.path),
-        )
+        order = self.shard.order
+        return (-self.score, order[0], 0, self.shard.entries[self.pos].index, order[1])
 
 
 @dataclass(slots=True)
@@ -130,7 +128,8 @@ class SessionItem:
     matched_structural: int
 
     def key(self) -> tuple[float, int, int, int, bytes]:
-        return (-self.score, -self.cold.state.mtime_ns, 1, 0, path_key(self.cold.state.path))
+        order = self.cold.order
+        return (-self.score, order[0], 1, 0, order[1])
 
 
 Item = EntryItem | SessionItem
@@ -138,7 +137,10 @@ Item = EntryItem | SessionItem
 
 @dataclass(slots=True)
 class SearchResult:
+    """The ranked items (the first ``total``, or only the first ``keep`` asked for)."""
+
     items: list[Item] = field(default_factory=list)
+    total: int = 0
     reasons: set[str] = field(default_factory=set)
     error: dict[str, str] | None = None
 
@@ -254,22 +256,29 @@ def _hot_literal(scope: HotScope, cand: _Candidates, plan: Plan, filters: Filter
                 slot[0] += part
                 slot[1] += 1
     need = len(plan.terms) if plan.match == "all" else 1
+    weigh = not filters.operational
     out: list[Item] = []
     for (no, pos), (score, matched) in acc.items():
         if matched < need or score <= 0:
             continue
         shard = shards[no]
-        out.append(EntryItem(shard, pos, score * provenance_weight(shard.entries[pos], filters)))
+        if weigh:
+            score *= _prose_weight(shard.entries[pos])
+        out.append(EntryItem(shard, pos, score))
     return out
 
 
 def _hot_phrase(scope: HotScope, cand: _Candidates, plan: Plan, filters: Filters) -> list[Item]:
+    weigh = not filters.operational
+    phrase = plan.phrase
     out: list[Item] = []
     for no in cand.order:
         shard = scope.index.shards[no]
+        texts = shard.normalized_texts()
+        entries = shard.entries
         for pos in cand.by_shard[no].positions:
-            if plan.phrase in shard.normalized(pos):
-                out.append(EntryItem(shard, pos, provenance_weight(shard.entries[pos], filters)))
+            if phrase in texts[pos]:
+                out.append(EntryItem(shard, pos, _prose_weight(entries[pos]) if weigh else 1.0))
     return out
 
 
@@ -316,9 +325,14 @@ def _cold_terms(
         holders = [set(index.holders(t)) for t in encoded]
     candidates: list[tuple[ColdSession, list[int], int]] = []
     matching = 0
+    # A digest outside every holder set is skipped with one set probe, so a rare term costs
+    # a dict lookup per digest in scope instead of one per (digest, term).
+    anywhere: set[int] = set().union(*holders) if holders is not None else set()
     for c, structural in eligible:
         if holders is not None:
             number = numbers.get(c.state.path, -1)
+            if number not in anywhere:
+                continue
             hit = [i for i, h in enumerate(holders) if number in h]
         else:
             hit = [i for i, t in enumerate(encoded) if blob_contains(c.vocabulary, t)]
@@ -446,8 +460,13 @@ def search(
     cold: ColdScope | None,
     runner: RegexRunner | None,
     budgets: Budgets = DEFAULT_BUDGETS,
+    keep: int | None = None,
 ) -> SearchResult:
-    """Run *plan* over the hot and cold scopes; see the module docstring."""
+    """Run *plan* over the hot and cold scopes; see the module docstring.
+
+    With *keep*, only the first *keep* items are ranked and returned (a page needs no more);
+    ``total`` still counts every item within the budget.
+    """
     result = SearchResult()
     eligible = _eligible(cold, filters) if cold is not None else []
     items: list[Item] = []
@@ -468,12 +487,24 @@ def search(
                 items.extend(_hot_browse(hot, cand, filters))
         if cold is not None:
             items.extend(_cold(cold, eligible, plan, filters, budgets, result))
-    items.sort(key=lambda item: item.key())
-    if len(items) > budgets.items:
+    total = len(items)
+    if total > budgets.items:
         result.reasons.add("candidate_item_budget")
-        del items[budgets.items :]
-    result.items = items
+        total = budgets.items
+    want = total if keep is None else min(total, max(keep, 0))
+    if want < total // 4:
+        # nsmallest is sorted(...)[:want] by definition, in O(n log want)
+        result.items = heapq.nsmallest(want, items, key=_rank)
+    else:
+        items.sort(key=_rank)
+        del items[want:]
+        result.items = items
+    result.total = total
     return result
+
+
+def _rank(item: Item) -> tuple[float, int, int, int, bytes]:
+    return item.key()
 
 
 def _cold(
