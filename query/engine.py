@@ -8,7 +8,11 @@
 
 Each request pins the generation current when it starts (``refresh`` first), so a long-lived
 engine (a server, a test) follows the indexer without reloading anything that did not change,
-and a one-shot CLI call loads only what its request touches. Results are the seed's plain
+and a one-shot CLI call loads only what its request touches. A long-lived engine made with
+``changes=True`` (``query serve``, ``query mcp``) also keeps its freshness verdicts and folder
+listings between requests, and at the start of each one drains a change feed (inotify, see
+``query.changes``) to learn which of them may no longer hold: a request then stats only what
+changed, and is exactly as honest as one that stats everything. Results are the seed's plain
 JSON objects. The engine never writes: not to the index, not to the sources. Requests must
 not run concurrently on one engine (its caches fill lazily); ``query serve`` runs them all on
 one engine thread.
@@ -23,12 +27,14 @@ from pathlib import Path
 from typing import Any
 
 from query.args import parse_expand, parse_recall, parse_sessions
+from query.changes import Changes
 from query.errors import InvalidArgument
 from query.expand import expand as run_expand
 from query.freshness import Freshness
 from query.generation import Generation
 from query.recall import recall as run_recall
 from query.regex import RegexLimits, RegexRunner
+from query.scope import Listings
 from query.search import Budgets
 from query.sessions import sessions as run_sessions
 from store.config import Config
@@ -44,8 +50,14 @@ class Engine:
     """Answers requests from the newest published generation (see the module docstring)."""
 
     def __init__(
-        self, config: Config, *, budgets: Budgets | None = None, term_index: str = "auto"
+        self,
+        config: Config,
+        *,
+        budgets: Budgets | None = None,
+        term_index: str = "auto",
+        changes: bool = False,
     ) -> None:
+        """``changes``: follow a change feed between requests (long-lived processes only)."""
         self.config = config
         self.budgets = budgets or Budgets()
         self.term_index = term_index
@@ -56,7 +68,10 @@ class Engine:
             max_haystack_bytes=m.regex_max_haystack_bytes,
             timeout_ms=m.regex_timeout_ms,
         )
-        self.freshness = Freshness()
+        # None where inotify cannot be had: then every request stats, as a one-shot one does
+        self.changes = Changes.open() if changes else None
+        self.freshness = Freshness(self.changes)
+        self.listings = Listings(self.changes)
         self._runner: RegexRunner | None = None
         self._generation: Generation | None = None
         self._lock = threading.Lock()
@@ -80,6 +95,11 @@ class Engine:
                 self._generation = Generation(
                     open_snapshot(self.config.index_dir), previous=self._generation
                 )
+            if self.changes is not None:
+                batch = self.changes.drain()
+                if not batch.empty:
+                    self.freshness.sync(batch)
+                    self.listings.sync(batch)
             return self._generation
 
     @property
@@ -99,6 +119,7 @@ class Engine:
             cwd=cwd or os.getcwd(),
             roots=self.roots,
             freshness=self.freshness,
+            listings=self.listings,
             runner=self.runner if req.mode == "regex" else None,
             budgets=self.budgets,
             term_index=self.term_index,
@@ -134,10 +155,16 @@ class Engine:
         raise InvalidArgument(f"unknown call ref {ref!r}; expected one of {', '.join(ACTIONS)}")
 
     def close(self) -> None:
-        """Stop the regex worker, if one was started."""
+        """Stop the regex worker, if one was started, and the change feed."""
         if self._runner is not None:
             self._runner.close()
             self._runner = None
+        if self.changes is not None:
+            # verdicts kept on the feed's word must not outlive it
+            self.changes.close()
+            self.changes = None
+            self.freshness = Freshness()
+            self.listings = Listings()
 
     def __enter__(self) -> Engine:
         return self

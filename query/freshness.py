@@ -6,6 +6,13 @@ A moved stamp with the same size may still be the same bytes (a ``touch``, a ``c
 then — and only then — the file is hashed and compared with ``source_hash``; a different
 size is a change without reading anything. Hash verdicts are remembered per stamp, so a
 long-running process hashes a touched file once.
+
+With a change feed (``query.changes``, a long-lived engine on Linux) a verdict is also kept per
+path and SessionState: the folder's watch is added before the ``stat`` that makes the verdict,
+and the verdict stands until a drained batch names the path, its folder or an ancestor (or
+overflows). A request then stats only what may have changed. A state that is not the very
+object the verdict was made for (a new generation indexed the file again) is observed afresh,
+and so is a file with several hard links, or one in a folder the feed cannot watch.
 """
 
 from __future__ import annotations
@@ -16,6 +23,7 @@ from typing import Final, Literal
 
 import blake3
 
+from query.changes import Batch, Changes
 from store.records import SessionState
 
 __all__ = ["Freshness", "Observation", "Status"]
@@ -51,34 +59,108 @@ def _hash_file(path: str) -> str:
 
 
 class Freshness:
-    """Observes session files for one process; safe to share across requests."""
+    """Observes session files for one process; safe to share across requests (not threads).
 
-    def __init__(self) -> None:
+    ``changes``: the process's change feed, or None to stat on every observation. With a
+    feed, the owner calls ``sync`` with each drained batch before a request observes anything.
+    """
+
+    def __init__(self, changes: Changes | None = None) -> None:
         self._verdicts: dict[tuple[str, int, int, int, int, int], str] = {}
+        self._changes = changes
+        # path -> (the state the verdict is for, the verdict); only while the feed vouches
+        self._trusted: dict[str, tuple[SessionState, Observation]] = {}
+        self._by_folder: dict[str, set[str]] = {}
+        # moves whenever an observation made earlier may no longer hold, or one was not
+        # vouched for: a memo (``memo``/``remember``) made at one epoch is good at that epoch only
+        self.epoch = 0
+        self._memo: dict[int, tuple[object, int, object]] = {}
+
+    @property
+    def changes(self) -> Changes | None:
+        return self._changes
+
+    def sync(self, batch: Batch) -> None:
+        """Void every verdict *batch* names (all of them on overflow)."""
+        if batch.overflow:
+            self._trusted.clear()
+            self._by_folder.clear()
+            self._memo.clear()
+            self.epoch += 1
+            return
+        voided = False
+        for folder in batch.folders:
+            for path in self._by_folder.pop(folder, ()):
+                voided |= self._trusted.pop(path, None) is not None
+        for path in batch.paths:
+            if self._trusted.pop(path, None) is not None:
+                voided = True
+                self._by_folder.get(os.path.dirname(path), set()).discard(path)
+        if voided:
+            self.epoch += 1
+
+    def memo(self, key: object) -> object | None:
+        """A value ``remember``-ed for *key* (by identity) while nothing it observed moved."""
+        found = self._memo.get(id(key))
+        if found is None or found[0] is not key or found[1] != self.epoch:
+            return None
+        return found[2]
+
+    def remember(self, key: object, epoch: int, value: object) -> None:
+        """Keep *value* for *key* if the epoch is still *epoch* (read it before observing)."""
+        if self._changes is None or epoch != self.epoch:
+            return
+        if len(self._memo) >= 8:
+            self._memo.clear()
+        self._memo[id(key)] = (key, epoch, value)
 
     def observe(self, state: SessionState, *, need_hash: bool = False) -> Observation:
         """Compare the live file with *state*; ``need_hash`` also reports a changed file's hash."""
+        changes = self._changes
+        if changes is None:
+            return self._look(state, need_hash)[0]
+        path = state.path
+        hit = self._trusted.get(path)
+        if hit is not None and hit[0] is state:
+            o = hit[1]
+            if not need_hash or o.status != "changed" or o.actual_hash is not None:
+                return o
+        folder = os.path.dirname(path)
+        vouched = changes.watch(folder)  # before the stat: a change after it is an event
+        o, links = self._look(state, need_hash)
+        # unreadable may be passing (EMFILE, EIO): never kept
+        if vouched and links <= 1 and o.status != "unreadable":
+            self._trusted[path] = (state, o)
+            self._by_folder.setdefault(folder, set()).add(path)
+        else:
+            self._trusted.pop(path, None)
+            self.epoch += 1
+        return o
+
+    def _look(self, state: SessionState, need_hash: bool) -> tuple[Observation, int]:
+        """The observation, and the file's link count (0 when it could not be stat-ed)."""
         try:
             st = os.stat(state.path, follow_symlinks=False)
         except FileNotFoundError:
-            return Observation("missing")
+            return Observation("missing"), 0
         except OSError:
-            return Observation("unreadable")
+            return Observation("unreadable"), 0
+        links = st.st_nlink
         stamp = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
         if stamp == state.stamp:
-            return Observation("fresh", state.source_hash)
+            return Observation("fresh", state.source_hash), links
         if st.st_size != state.size and not need_hash:
-            return Observation("changed")
+            return Observation("changed"), links
         key = (state.path, *stamp)
         actual = self._verdicts.get(key)
         if actual is None:
             try:
                 actual = _hash_file(state.path)
             except OSError:
-                return Observation("unreadable")
+                return Observation("unreadable"), links
             if len(self._verdicts) >= _CACHE_MAX:
                 self._verdicts.clear()
             self._verdicts[key] = actual
         if actual == state.source_hash:
-            return Observation("fresh", actual)
-        return Observation("changed", actual)
+            return Observation("fresh", actual), links
+        return Observation("changed", actual), links

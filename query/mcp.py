@@ -50,7 +50,8 @@ from store.records import AGENTS, BRANCH_MODES
 if TYPE_CHECKING:
     from mcp.server.lowlevel import Server
 
-    from query.transport import Backend
+    from query.transport import Backend, ServerMode
+    from store.config import Config
 
 __all__ = ["TOOLS", "Tool", "build_server", "call_tool", "run_mcp"]
 
@@ -453,12 +454,30 @@ async def serve_stdio(backend: Backend, cwd: str | None = None) -> None:
 # -------------------------------------------------------------------------------- CLI
 
 
+def _live_backend(config: Config, server: ServerMode) -> Backend:
+    """A Backend whose in-process engine follows a change feed: an MCP server is long-lived.
+
+    (``transport.Backend`` makes a plain one-shot ``Engine``; it has no option for this yet.)
+    """
+    from query.engine import Engine
+    from query.transport import Backend
+
+    class LiveBackend(Backend):
+        @property
+        def engine(self) -> Engine:
+            with self._lock:
+                if self._engine is None:
+                    self._engine = Engine(self.config, changes=True)
+                return self._engine
+
+    return LiveBackend(config, server=server)
+
+
 def run_mcp(ns: Any) -> int:
     import sys
 
     import anyio
 
-    from query.transport import Backend
     from store.config import ConfigError, load_config
 
     try:
@@ -467,7 +486,7 @@ def run_mcp(ns: Any) -> int:
         sys.stderr.write(f"query: {exc}\n")
         return 2
     cwd = os.path.abspath(ns.cwd) if ns.cwd else os.getcwd()
-    backend = Backend(config, server="off" if ns.no_server else "auto")
+    backend = _live_backend(config, "off" if ns.no_server else "auto")
     with backend, contextlib.suppress(KeyboardInterrupt):
         anyio.run(serve_stdio, backend, cwd)
     return 0

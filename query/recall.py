@@ -16,7 +16,7 @@ consistent snapshot) but counted in ``staleSessions``; a file that is gone is le
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -33,7 +33,7 @@ from query.generation import (
 from query.postings import build_postings
 from query.present import page
 from query.regex import RegexRunner
-from query.scope import Resolved, resolve_scope
+from query.scope import Listings, Resolved, resolve_scope
 from query.search import DEFAULT_BUDGETS, Budgets, ColdScope, HotScope, Plan, plan_query, search
 from store.records import NormalizedEntry, SessionState
 from store.tokens import term_counts
@@ -128,7 +128,16 @@ class _Observed:
     reasons: set[str]
 
 
-def _observe(sessions: Iterable[SessionState], freshness: Freshness) -> _Observed:
+def _observe(sessions: Sequence[SessionState], freshness: Freshness) -> _Observed:
+    """The scope's searchable sessions and staleness; memoized while the feed vouches for it.
+
+    A global scope is the generation's one ordered tuple, so on a long-lived engine an
+    unchanged index and unchanged files answer from the memo without visiting a session.
+    """
+    memo = freshness.memo(sessions)
+    if isinstance(memo, _Observed):
+        return memo
+    epoch = freshness.epoch
     out = _Observed([], 0, set())
     for s in sessions:
         o = freshness.observe(s)
@@ -140,6 +149,7 @@ def _observe(sessions: Iterable[SessionState], freshness: Freshness) -> _Observe
             out.stale += 1
             out.reasons.add(STALE_REASON)
         out.searchable.append(s)
+    freshness.remember(sessions, epoch, out)
     return out
 
 
@@ -202,6 +212,7 @@ def recall(
     cwd: str,
     roots: Iterable[Path],
     freshness: Freshness,
+    listings: Listings | None = None,
     runner: RegexRunner | None,
     budgets: Budgets = DEFAULT_BUDGETS,
     term_index: str = "auto",
@@ -212,7 +223,12 @@ def recall(
     ``always`` or ``never``; the answer is the same either way.
     """
     resolved: Resolved = resolve_scope(
-        gen, req.scope, cwd=req.cwd or cwd, agent=req.agent, roots=roots
+        gen,
+        req.scope,
+        cwd=req.cwd or cwd,
+        agent=req.agent,
+        roots=roots,
+        listings=listings or Listings(),
     )
     if resolved.error is not None:
         return failure(resolved.error)

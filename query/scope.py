@@ -26,10 +26,11 @@ from pathlib import Path
 from typing import Any
 
 from query.args import Scope
+from query.changes import Batch, Changes
 from query.generation import Generation, order_key
 from store.records import AGENTS, SessionState
 
-__all__ = ["Resolved", "Target", "resolve_scope", "resolve_target"]
+__all__ = ["Listings", "Resolved", "Target", "resolve_scope", "resolve_target"]
 
 _CLAUDE_SLUG = re.compile(r"[^A-Za-z0-9]")
 STALE = "stale_session"
@@ -245,6 +246,15 @@ def _listing(folder: str) -> _Listing | None:
     found = _LISTINGS.get(folder)
     if found is not None and found.stamp == stamp:
         return found
+    listing = _read(folder, stamp)
+    if listing is not None and time.time_ns() - st.st_mtime_ns > _SETTLED_NS:
+        if len(_LISTINGS) >= _LISTINGS_MAX:
+            _LISTINGS.clear()
+        _LISTINGS[folder] = listing
+    return listing
+
+
+def _read(folder: str, stamp: tuple[int, int]) -> _Listing | None:
     folders: list[str] = []
     files: list[str] = []
     try:
@@ -263,19 +273,113 @@ def _listing(folder: str) -> _Listing | None:
                     continue
     except OSError:
         return None
-    listing = _Listing(stamp, tuple(folders), tuple(files))
-    if time.time_ns() - st.st_mtime_ns > _SETTLED_NS:
-        if len(_LISTINGS) >= _LISTINGS_MAX:
-            _LISTINGS.clear()
-        _LISTINGS[folder] = listing
-    return listing
+    return _Listing(stamp, tuple(folders), tuple(files))
 
 
-def _session_files(folder: str, *, recursive: bool) -> Iterator[str]:
+_ABSENT = _Listing((0, 0), (), ())
+
+
+class Listings:
+    """Folder listings for one process.
+
+    Without a change feed, listings are the module's stat-checked cache (``_listing``). With
+    one, a folder is watched before it is read, and its listing (or its absence) is reused
+    without touching the folder until a drained batch says an entry of it — or the folder, or
+    a folder above it — changed; the owner passes every batch to ``sync``. No clock is
+    involved, so nothing needs to settle. ``epoch`` moves whenever a listing is voided or could
+    not be vouched for, so results derived from listings can be memoized per epoch.
+    """
+
+    def __init__(self, changes: Changes | None = None) -> None:
+        self._changes = changes
+        self._cache: dict[str, _Listing] = {}
+        self.epoch = 0
+        self._unseen: dict[tuple[object, ...], tuple[Generation, int, list[Unindexed]]] = {}
+
+    def sync(self, batch: Batch) -> None:
+        if batch.empty or not self._cache:
+            return
+        if batch.overflow:
+            self._cache.clear()
+            self._unseen.clear()
+            self.epoch += 1
+            return
+        voided = False
+        for group in (batch.listings, batch.folders, batch.paths):
+            for folder in group:
+                voided |= self._cache.pop(folder, None) is not None
+        if batch.folders:
+            # an absent folder is vouched for by its parent's watch
+            for folder in [f for f, v in self._cache.items() if v is _ABSENT]:
+                if os.path.dirname(folder) in batch.folders:
+                    del self._cache[folder]
+                    voided = True
+        if voided:
+            self.epoch += 1
+
+    def get(self, folder: str) -> _Listing | None:
+        changes = self._changes
+        if changes is None:
+            return _listing(folder)
+        found = self._cache.get(folder)
+        if found is not None:
+            return None if found is _ABSENT else found
+        # watched before it is read: an entry made after the watch is an event
+        vouched = changes.watch(folder, files=False)
+        if not vouched:
+            parent = os.path.dirname(folder)
+            if parent != folder and changes.watch(parent, files=False):
+                try:
+                    os.stat(folder, follow_symlinks=False)
+                except FileNotFoundError:
+                    self._keep(folder, _ABSENT)  # its creation will be an event in the parent
+                    return None
+                except OSError:
+                    pass
+            self.epoch += 1
+            return _read(folder, (0, 0))
+        listing = _read(folder, (0, 0))
+        if listing is None:
+            self.epoch += 1
+        else:
+            self._keep(folder, listing)
+        return listing
+
+    def _keep(self, folder: str, listing: _Listing) -> None:
+        if len(self._cache) >= _LISTINGS_MAX:
+            self._cache.clear()
+            self.epoch += 1
+        self._cache[folder] = listing
+
+    def unseen(
+        self, gen: Generation, folders: Sequence[tuple[str, str]], *, recursive: bool
+    ) -> list[Unindexed]:
+        """``_unseen`` without ``newer_than``, memoized per generation while no listing moved."""
+        if self._changes is None:
+            return _unseen(gen, folders, recursive=recursive, listings=self)
+        key = (tuple(folders), recursive)
+        hit = self._unseen.get(key)
+        if hit is not None and hit[0] is gen and hit[1] == self.epoch:
+            return hit[2]
+        epoch = self.epoch
+        out = _unseen(gen, folders, recursive=recursive, listings=self)
+        if epoch == self.epoch:
+            if len(self._unseen) >= 16:
+                self._unseen.clear()
+            self._unseen[key] = (gen, epoch, out)
+        return out
+
+
+_STAT_LISTINGS = Listings()
+
+
+def _session_files(
+    folder: str, *, recursive: bool, listings: Listings = _STAT_LISTINGS
+) -> Iterator[str]:
     """The ``*.jsonl`` regular files under *folder*, as discovery sees them (no symlinks)."""
     pending = [folder]
     while pending:
-        listing = _listing(pending.pop())
+        listing = listings.get(pending.pop())
         if listing is None:
             continue
         if recursive:
@@ -284,7 +388,12 @@ def _session_files(folder: str, *, recursive: bool) -> Iterator[str]:
 
 
 def _unseen(
-    gen: Generation, folders: Iterable[tuple[str, str]], *, recursive: bool, newer_than: int = 0
+    gen: Generation,
+    folders: Iterable[tuple[str, str]],
+    *,
+    recursive: bool,
+    newer_than: int = 0,
+    listings: Listings = _STAT_LISTINGS,
 ) -> list[Unindexed]:
     """Session files the generation has never seen: written after it was published.
 
@@ -293,7 +402,7 @@ def _unseen(
     """
     out: list[Unindexed] = []
     for agent, folder in folders:
-        for path in _session_files(folder, recursive=recursive):
+        for path in _session_files(folder, recursive=recursive, listings=listings):
             if path in gen.by_path or path in gen.skipped:
                 continue
             if newer_than:
@@ -307,9 +416,15 @@ def _unseen(
 
 
 def resolve_scope(
-    gen: Generation, scope: Scope, *, cwd: str, agent: str | None, roots: Iterable[Path]
+    gen: Generation,
+    scope: Scope,
+    *,
+    cwd: str,
+    agent: str | None,
+    roots: Iterable[Path],
+    listings: Listings = _STAT_LISTINGS,
 ) -> Resolved:
-    """The sessions *scope* selects for a caller in *cwd*."""
+    """The sessions *scope* selects for a caller in *cwd* (folders listed through *listings*)."""
     if scope.explicit:
         assert scope.target is not None
         t = resolve_target(gen, scope.target, cwd=cwd, agent=agent, roots=roots)
@@ -328,7 +443,7 @@ def resolve_scope(
             if agent is None or s.agent == agent
         ]
         agent_roots = [(a, r) for a, r in gen.manifest.roots.items() if agent is None or a == agent]
-        skipped += _unseen(gen, agent_roots, recursive=True)
+        skipped += listings.unseen(gen, agent_roots, recursive=True)
         return Resolved(scope, tuple(sessions), tuple(skipped), reasons)
     forms = _cwd_forms(cwd)
     seen: dict[str, SessionState] = {}
@@ -341,7 +456,13 @@ def resolve_scope(
     if scope.kind == "session":
         chosen = [s for s in ordered if not s.sidechain][:1]
         # a session file newer than the chosen one is the real "newest session" here
-        newer = _unseen(gen, dirs, recursive=False, newer_than=chosen[0].mtime_ns if chosen else 0)
+        newer = _unseen(
+            gen,
+            dirs,
+            recursive=False,
+            newer_than=chosen[0].mtime_ns if chosen else 0,
+            listings=listings,
+        )
         return Resolved(scope, tuple(chosen), tuple(newer[:1]), reasons)
-    unindexed = _skipped_in_project(gen, dirs, agent) + _unseen(gen, dirs, recursive=False)
+    unindexed = _skipped_in_project(gen, dirs, agent) + listings.unseen(gen, dirs, recursive=False)
     return Resolved(scope, tuple(ordered), tuple(unindexed), reasons)

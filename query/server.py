@@ -89,7 +89,8 @@ class QueryServer:
     ) -> None:
         self.config = config
         self.options = options or ServeOptions()
-        self.engine = engine or Engine(config)
+        # long-lived: follow a change feed instead of stat-ing every session per request
+        self.engine = engine or Engine(config, changes=True)
         self.fingerprint = config_fingerprint(config)
         self.path = socket_path(config.index_dir)
         self._listener: socket.socket | None = None
