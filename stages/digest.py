@@ -31,7 +31,7 @@ from store.records import (
     ShardView,
     ViewSummary,
 )
-from store.tokens import term_counts, tokenize
+from store.tokens import term_counts, term_set, tokenize
 
 __all__ = [
     "MAX_FILES_TOUCHED",
@@ -186,19 +186,19 @@ def address_of(e: NormalizedEntry) -> Address:
     )
 
 
-def _vocabulary(entries: Sequence[NormalizedEntry], budget: int) -> tuple[bytes, int, bool]:
+def _vocabulary(
+    entries: Sequence[NormalizedEntry], terms: set[bytes], budget: int
+) -> tuple[bytes, int, bool]:
     """The sorted vocabulary blob, its size by the seed's estimate, and whether it was cut.
 
-    The seed folds unique terms in entry order and stops at the first term that would pass
-    *budget* (each term costs its JSON string's UTF-8 bytes, plus a comma after the first,
-    inside "[]"). Most sessions fit whole, so the set is taken at C speed first and the
-    ordered fold runs only when the whole would not fit.
+    *terms* is every term of *entries* (``term_set`` of their texts). The seed folds unique
+    terms in entry order and stops at the first term that would pass *budget* (each term costs
+    its JSON string's UTF-8 bytes, plus a comma after the first, inside "[]"). Most sessions
+    fit whole, so the ordered fold runs only when the whole set would not fit.
     """
-    every: set[str] = set()
-    for e in entries:
-        every.update(tokenize(e.text))
-    blob = _blob(every)
-    n = len(every)
+    # Byte order is code point order, the order the query side searches the blob in.
+    blob = b"\n".join(sorted(terms))
+    n = len(terms)
     # 2 for "[]"; per term its bytes plus 2 quotes; n - 1 commas == the blob's n - 1 newlines
     used = 2 + len(blob) + 2 * n
     if used <= budget:
@@ -225,13 +225,36 @@ def _blob(terms: Iterable[str]) -> bytes:
     return "\n".join(sorted(terms)).encode("utf-8")
 
 
+def _view_terms(views: Sequence[ViewInput]) -> list[set[bytes]]:
+    """Every term of each view's texts. A later view holding every text of the first (``all``
+    usually holds ``active``'s plus its other branches) tokenizes only the texts it adds."""
+    out: list[set[bytes]] = []
+    first: list[str] = []
+    first_set: set[str] | None = None
+    for v in views:
+        texts = [e.text for e in v.normalized.entries]
+        if not out:
+            first = texts
+            out.append(term_set(texts))
+            continue
+        if first_set is None:
+            first_set = set(first)
+        distinct = set(texts)
+        if first_set <= distinct:
+            out.append(out[0] | term_set(distinct - first_set))
+        else:
+            out.append(term_set(texts))
+    return out
+
+
 def build_digest(fold: SessionFold, views: Sequence[ViewInput], policy: Policy) -> ColdDigest:
     """A cold digest honouring ``maxColdVocabularyBytes`` and ``maxColdCacheBytes``."""
     cold_views: list[ColdView] = []
-    for v in _distinct(views):
+    distinct = _distinct(views)
+    for v, terms in zip(distinct, _view_terms(distinct), strict=True):
         entries = v.normalized.entries
         vocabulary, vocab_bytes, vocab_capped = _vocabulary(
-            entries, policy.max_cold_vocabulary_bytes
+            entries, terms, policy.max_cold_vocabulary_bytes
         )
         histogram: dict[str, int] = {}
         files: dict[str, None] = {}

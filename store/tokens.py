@@ -14,10 +14,18 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections import Counter
+from collections.abc import Iterable
+from itertools import filterfalse
 
-__all__ = ["normalize_text", "term_counts", "tokenize", "unique_terms"]
+__all__ = ["normalize_text", "term_counts", "term_set", "tokenize", "unique_terms"]
 
 _WORD = re.compile(r"\w+")
+# Byte table for UTF-8 text: ASCII letters lowercase, other ASCII word bytes stay, every other
+# ASCII byte becomes a space; bytes of multi-byte characters (>= 0x80) stay for a closer look.
+_SPLIT_TABLE = bytes(
+    (c | 0x20 if 65 <= c <= 90 else c) if c >= 0x80 or chr(c).isalnum() or c == 95 else 32
+    for c in range(256)
+)
 
 
 def normalize_text(text: str) -> str:
@@ -52,3 +60,29 @@ def term_counts(text: str) -> tuple[Counter[str], int]:
     """Term frequencies and the token count (BM25's ``tf`` and ``dl``) of *text*."""
     tokens = tokenize(text)
     return Counter(tokens), len(tokens)
+
+
+def term_set(texts: Iterable[str]) -> set[bytes]:
+    """The UTF-8 bytes of every distinct token of *texts*: ``{t.encode() for t in tokenize(x)}``
+    over them all, without making a token object per occurrence (how a vocabulary is taken).
+
+    After NFKC (over each whole text: an ASCII character can compose with a following mark,
+    ``"<"`` + U+0338 is ``"≮"``), tokens never span an ASCII character that is not a word
+    character, so a byte table turns those into spaces and one C-level ``split`` yields chunks.
+    A chunk of ASCII bytes is a whole token (already lowercased by the table). A chunk holding
+    other characters is decoded and tokenized as ``tokenize`` does, once per distinct chunk;
+    lowercasing its ASCII letters first changes nothing, as they stay cased letters for final
+    sigma's context.
+    """
+    parts = [t if t.isascii() else unicodedata.normalize("NFKC", t) for t in texts]
+    # surrogatepass: a lone surrogate is no word character, but must not stop the encode.
+    data = "\n".join(parts).encode("utf-8", "surrogatepass").translate(_SPLIT_TABLE)
+    chunks = set(data.split())
+    if data.isascii():
+        return chunks
+    wide = list(filterfalse(bytes.isascii, chunks))
+    chunks.difference_update(wide)
+    for chunk in wide:
+        text = chunk.decode("utf-8", "surrogatepass")
+        chunks.update(t.lower().encode("utf-8") for t in _WORD.findall(text))
+    return chunks

@@ -196,3 +196,24 @@ def test_vocabulary_matches_the_seeds_fold_for_any_budget(texts, budget):
     blob, capped = reference_fold(texts, budget)
     assert v.vocabulary == blob
     assert ("max_cold_vocabulary_bytes" in v.reasons) == capped
+
+
+@given(
+    st.lists(st.text(max_size=30), max_size=6),
+    st.lists(st.text(max_size=30), max_size=6),
+    st.booleans(),
+    st.integers(min_value=2, max_value=400),
+)
+def test_each_views_vocabulary_is_its_own_texts(active, extra, superset, budget):
+    # "all" mostly repeats "active"'s texts; it must still get exactly the vocabulary of its own.
+    all_texts = (active + extra) if superset else (active[1:] + extra)
+    a = [entry(i, t) for i, t in enumerate(active)]
+    b = [entry(i, t) for i, t in enumerate(all_texts)]
+    views = [view(a), view(b, "all", selected=tuple(range(99, 100 + len(b))))]
+    d = build_digest(FOLD, views, Policy(max_cold_vocabulary_bytes=budget))
+    assert [v.branches for v in d.views] == ["active", "all"]
+    for branches, texts in (("active", active), ("all", all_texts)):
+        v = d.view(branches)
+        blob, capped = reference_fold(texts, budget)
+        assert v.vocabulary == blob
+        assert ("max_cold_vocabulary_bytes" in v.reasons) == capped

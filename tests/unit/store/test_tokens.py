@@ -8,7 +8,7 @@ import unicodedata
 from hypothesis import given
 from hypothesis import strategies as st
 
-from store.tokens import normalize_text, term_counts, tokenize, unique_terms
+from store.tokens import normalize_text, term_counts, term_set, tokenize, unique_terms
 
 
 def reference(text: str) -> list[str]:
@@ -68,3 +68,32 @@ def test_context_sensitive_lowercasing_takes_the_token_by_token_path() -> None:
 @given(st.text(alphabet=st.sampled_from(list("ΑΣσςΒ'’ .İi1_aé\u0301"))))
 def test_greek_and_turkish_edge_text_matches_the_seed_definition(text: str) -> None:
     assert tokenize(text) == reference(text)
+
+
+def reference_set(texts: list[str]) -> set[bytes]:
+    return {t.encode("utf-8") for text in texts for t in reference(text)}
+
+
+# Characters where a byte-level split could go wrong: ASCII that composes with a following mark
+# under NFKC, compatibility forms that become ASCII, marks, final sigma, dotted I, a lone
+# surrogate, multi-byte non-word characters, and ASCII word and non-word bytes.
+EDGES = list("<>=\u0338\u0301ﬁＡ１①…→✓ΑΣσςİiIé_aZ9 -\n\t\x00") + ["\ud800", "\U0001f600", "中"]
+
+
+@given(st.lists(st.text(), max_size=4))
+def test_term_set_is_the_set_of_every_token(texts: list[str]) -> None:
+    assert term_set(texts) == reference_set(texts)
+
+
+@given(st.lists(st.text(alphabet=st.sampled_from(EDGES)), max_size=4))
+def test_term_set_on_edge_characters(texts: list[str]) -> None:
+    assert term_set(texts) == reference_set(texts)
+
+
+def test_term_set_examples() -> None:
+    assert term_set([]) == set() and term_set(["", "--"]) == set()
+    assert term_set(["Hello wORLD_1", "hello"]) == {b"hello", b"world_1"}
+    assert term_set(["na\u00efve caf\u00e9\u2192OK"]) == {b"na\xc3\xafve", b"caf\xc3\xa9", b"ok"}
+    assert term_set(["<\u0338 =\u0338"]) == set()  # NFKC makes both one symbol, no token
+    assert term_set(["ΟΔΟΣ x", "x\ud800y"]) == {"οδος".encode(), b"x", b"y"}
+    assert term_set(["ﬁle Ｆｕｌｌ１２"]) == {b"file", b"full12"}
