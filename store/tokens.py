@@ -26,6 +26,7 @@ _SPLIT_TABLE = bytes(
     (c | 0x20 if 65 <= c <= 90 else c) if c >= 0x80 or chr(c).isalnum() or c == 95 else 32
     for c in range(256)
 )
+_ARROW = "\u2192".encode()
 
 
 def normalize_text(text: str) -> str:
@@ -76,7 +77,10 @@ def term_set(texts: Iterable[str]) -> set[bytes]:
     """
     parts = [t if t.isascii() else unicodedata.normalize("NFKC", t) for t in texts]
     # surrogatepass: a lone surrogate is no word character, but must not stop the encode.
-    data = "\n".join(parts).encode("utf-8", "surrogatepass").translate(_SPLIT_TABLE)
+    data = "\n".join(parts).encode("utf-8", "surrogatepass")
+    # Claude Code prints file lines as "  12→text": without this one non-word character split
+    # off first, every such line would be a chunk that needs the slow look.
+    data = data.replace(_ARROW, b" ").translate(_SPLIT_TABLE)
     chunks = set(data.split())
     if data.isascii():
         return chunks

@@ -97,3 +97,4 @@ def test_term_set_examples() -> None:
     assert term_set(["<\u0338 =\u0338"]) == set()  # NFKC makes both one symbol, no token
     assert term_set(["ΟΔΟΣ x", "x\ud800y"]) == {"οδος".encode(), b"x", b"y"}
     assert term_set(["ﬁle Ｆｕｌｌ１２"]) == {b"file", b"full12"}
+    assert term_set(["  12\u2192def x\u2192\u0338y"]) == {b"12", b"def", b"x", b"y"}
