@@ -126,6 +126,15 @@ class _Observed:
     searchable: list[SessionState]
     stale: int
     reasons: set[str]
+    _tiers: tuple[list[SessionState], list[SessionState]] | None = None
+
+    def tiers(self) -> tuple[list[SessionState], list[SessionState]]:
+        """The searchable hot and cold sessions (kept: a memoized scope is split once)."""
+        if self._tiers is None:
+            hot = [s for s in self.searchable if s.tier == "hot"]
+            cold = [s for s in self.searchable if s.tier != "hot"]
+            self._tiers = (hot, cold)
+        return self._tiers
 
 
 def _observe(sessions: Sequence[SessionState], freshness: Freshness) -> _Observed:
@@ -169,6 +178,33 @@ def view_reasons(
     if not (display_haystack and state.tier == "hot"):
         reasons.discard("max_entry_chars")
     return reasons
+
+
+# The last answer of _incomplete per (branches, display_haystack, hydrated): a long-lived
+# engine searches the same global session list request after request.
+_INCOMPLETE: dict[tuple[str, bool, bool], tuple[list[SessionState], int, frozenset[str]]] = {}
+
+
+def _incomplete(
+    searched: list[SessionState], branches: str, *, display_haystack: bool, hydrated: bool
+) -> tuple[int, frozenset[str]]:
+    """How many searched sessions the index cut for this query, and why (``view_reasons``)."""
+    key = (branches, display_haystack, hydrated)
+    hit = _INCOMPLETE.get(key)
+    # list == compares element by element, identity first: cheap for the very same states
+    if hit is not None and hit[0] == searched:
+        return hit[1], hit[2]
+    count = 0
+    reasons: set[str] = set()
+    for s in searched:
+        own = view_reasons(s, branches, display_haystack=display_haystack, hydrated=hydrated)
+        if own:
+            count += 1
+            reasons |= own
+    out = (count, frozenset(reasons))
+    if len(searched) >= 64:
+        _INCOMPLETE[key] = (list(searched), *out)
+    return out
 
 
 def hydrate(gen: Generation, state: SessionState, branches: str, plan: Plan) -> ShardData:
@@ -299,8 +335,7 @@ def recall(
             searched.append(state)
             hydrated = True
     else:
-        hot_states = [s for s in obs.searchable if s.tier == "hot"]
-        cold_states = [s for s in obs.searchable if s.tier != "hot"]
+        hot_states, cold_states = obs.tiers()
         if hot_states:
             index = gen.hot(req.branches)
             if term_index == "always":
@@ -327,12 +362,10 @@ def recall(
                 ):
                     terms = gen.terms(req.branches)
             cold_scope = ColdScope(tuple(colds), terms)
-    incomplete = 0
-    for s in searched:
-        own = view_reasons(s, req.branches, display_haystack=display_haystack, hydrated=hydrated)
-        if own:
-            incomplete += 1
-            reasons |= own
+    incomplete, own = _incomplete(
+        searched, req.branches, display_haystack=display_haystack, hydrated=hydrated
+    )
+    reasons |= own
     result = search(
         plan,
         req.filters,
