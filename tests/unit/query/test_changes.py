@@ -142,3 +142,18 @@ def test_a_closed_feed_vouches_for_nothing(feed: Changes, folder: Path) -> None:
     assert not feed.alive
     assert not feed.watch(str(folder))
     assert drained(feed).empty
+
+
+def test_a_symlink_on_the_path_pointed_elsewhere_voids_the_folder(
+    feed: Changes, tmp_path: Path
+) -> None:
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    link = tmp_path / "root"
+    link.symlink_to(tmp_path / "a")
+    assert feed.watch(str(link))
+    # the watch is on a's inode, which nothing happens to: only the parent's IN_MOVED_TO
+    # says the path names another folder now
+    (tmp_path / "next").symlink_to(tmp_path / "b")
+    os.replace(tmp_path / "next", link)
+    assert str(link) in drained(feed).folders
