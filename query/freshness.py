@@ -71,9 +71,13 @@ class Freshness:
         # path -> (the state the verdict is for, the verdict); only while the feed vouches
         self._trusted: dict[str, tuple[SessionState, Observation]] = {}
         self._by_folder: dict[str, set[str]] = {}
-        # moves whenever an observation made earlier may no longer hold, or one was not
-        # vouched for: a memo (``memo``/``remember``) made at one epoch is good at that epoch only
+        # A clock for memos of whole scopes (``memo``/``remember``): it ticks whenever a verdict
+        # is voided or an observation is not vouched for, and ``_moved`` says at which tick
+        # each path last did. A memo made at tick E is brought up to date by observing again
+        # just the paths that moved after E; before ``_floor`` nothing is known.
         self.epoch = 0
+        self._moved: dict[str, int] = {}
+        self._floor = 0
         self._memo: dict[int, tuple[object, int, object]] = {}
 
     @property
@@ -86,31 +90,49 @@ class Freshness:
             self._trusted.clear()
             self._by_folder.clear()
             self._memo.clear()
+            self._moved.clear()
             self.epoch += 1
+            self._floor = self.epoch
             return
-        voided = False
+        voided: list[str] = []
         for folder in batch.folders:
             for path in self._by_folder.pop(folder, ()):
-                voided |= self._trusted.pop(path, None) is not None
+                if self._trusted.pop(path, None) is not None:
+                    voided.append(path)
         for path in batch.paths:
             if self._trusted.pop(path, None) is not None:
-                voided = True
+                voided.append(path)
                 self._by_folder.get(os.path.dirname(path), set()).discard(path)
         if voided:
             self.epoch += 1
+            for path in voided:
+                self._move(path)
 
-    def memo(self, key: object) -> object | None:
-        """A value ``remember``-ed for *key* (by identity) while nothing it observed moved."""
+    def _move(self, path: str) -> None:
+        if len(self._moved) >= _CACHE_MAX:
+            self._moved.clear()
+            self._floor = self.epoch
+        self._moved[path] = self.epoch
+
+    def memo(self, key: object) -> tuple[object, frozenset[str]] | None:
+        """The value ``remember``-ed for *key* (by identity), and the paths that moved since.
+
+        The caller observes those paths again and keeps the value if nothing it depends on
+        changed; None when there is no value, or the moves since cannot be known.
+        """
         found = self._memo.get(id(key))
-        if found is None or found[0] is not key or found[1] != self.epoch:
+        if found is None or found[0] is not key or found[1] < self._floor:
             return None
-        return found[2]
+        since = found[1]
+        if since == self.epoch:
+            return found[2], frozenset()
+        return found[2], frozenset(p for p, e in self._moved.items() if e > since)
 
     def remember(self, key: object, epoch: int, value: object) -> None:
-        """Keep *value* for *key* if the epoch is still *epoch* (read it before observing)."""
-        if self._changes is None or epoch != self.epoch:
+        """Keep *value* for *key*, observed from tick *epoch* on (read it before observing)."""
+        if self._changes is None or epoch < self._floor:
             return
-        if len(self._memo) >= 8:
+        if len(self._memo) >= 8 and id(key) not in self._memo:
             self._memo.clear()
         self._memo[id(key)] = (key, epoch, value)
 
@@ -135,6 +157,7 @@ class Freshness:
         else:
             self._trusted.pop(path, None)
             self.epoch += 1
+            self._move(path)
         return o
 
     def _look(self, state: SessionState, need_hash: bool) -> tuple[Observation, int]:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
@@ -126,7 +126,10 @@ class _Observed:
     searchable: list[SessionState]
     stale: int
     reasons: set[str]
+    # path -> status of every session that is not fresh
+    odd: dict[str, str] = field(default_factory=dict)
     _tiers: tuple[list[SessionState], list[SessionState]] | None = None
+    _by_path: dict[str, SessionState] | None = None
 
     def tiers(self) -> tuple[list[SessionState], list[SessionState]]:
         """The searchable hot and cold sessions (kept: a memoized scope is split once)."""
@@ -136,20 +139,42 @@ class _Observed:
             self._tiers = (hot, cold)
         return self._tiers
 
+    def holds(
+        self, sessions: Sequence[SessionState], moved: frozenset[str], freshness: Freshness
+    ) -> bool:
+        """Whether observing the *moved* paths again leaves every status as it was."""
+        if not moved:
+            return True
+        if self._by_path is None:
+            self._by_path = {s.path: s for s in sessions}
+        if len(self._by_path) != len(sessions):
+            return False
+        for path in moved:
+            s = self._by_path.get(path)
+            if s is not None and freshness.observe(s).status != self.odd.get(path, "fresh"):
+                return False
+        return True
+
 
 def _observe(sessions: Sequence[SessionState], freshness: Freshness) -> _Observed:
     """The scope's searchable sessions and staleness; memoized while the feed vouches for it.
 
-    A global scope is the generation's one ordered tuple, so on a long-lived engine an
-    unchanged index and unchanged files answer from the memo without visiting a session.
+    A global scope is the generation's one ordered tuple, so on a long-lived engine the
+    memo answers after observing again only the files that changed since it was made (a
+    session being written to moves on every request, its status rarely).
     """
-    memo = freshness.memo(sessions)
-    if isinstance(memo, _Observed):
-        return memo
     epoch = freshness.epoch
+    found = freshness.memo(sessions)
+    if found is not None:
+        old, moved = found
+        if isinstance(old, _Observed) and old.holds(sessions, moved, freshness):
+            freshness.remember(sessions, epoch, old)
+            return old
     out = _Observed([], 0, set())
     for s in sessions:
         o = freshness.observe(s)
+        if o.status != "fresh":
+            out.odd[s.path] = o.status
         if o.status in ("missing", "unreadable"):
             out.stale += 1
             out.reasons.add("source_unavailable")

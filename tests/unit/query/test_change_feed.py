@@ -321,3 +321,23 @@ def test_generated_operation_sequences_agree(tmp_path_factory: Any, ops: Any) ->
             pair.agree()
     finally:
         pair.close()
+
+
+def test_a_file_written_request_after_request_is_reported_each_time(pair: Pair) -> None:
+    a, b = pair.folder() / "a.jsonl", pair.folder() / "b.jsonl"
+    original = b.read_bytes()
+    steps: list[tuple[int, bool]] = []
+    for step in range(6):
+        if step in (0, 1, 2):  # the same file keeps moving; its status only once
+            with a.open("ab") as f:
+                f.write(jsonl([user(f"w{step}", "a", "fixed again", T0 + 10 + step)]))
+        elif step == 3:
+            b.unlink()
+        elif step == 4:
+            tmp = b.with_name(".b.tmp")
+            tmp.write_bytes(original)
+            os.replace(tmp, b)  # same bytes, new inode: fresh again (by hash)
+        pair.agree()
+        cov = coverage(pair, pair.live)
+        steps.append((cov["staleSessions"], "source_unavailable" in cov["reasons"]))
+    assert steps == [(1, False), (1, False), (1, False), (2, True), (1, False), (1, False)]
