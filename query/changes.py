@@ -161,6 +161,8 @@ class Changes:
         self._gone_out: set[str] = set()
         self._listings_out: set[str] = set()
         self._overflow = False
+        # folders a watch failed for since the last drain: not tried again until the next one
+        self._refused: set[str] = set()
         self._poll: select.poll | None = None
         self._open_mounts()
 
@@ -193,6 +195,8 @@ class Changes:
         have = self._mask.get(folder)
         if have is not None and have & want == want:
             return True
+        if folder in self._refused:
+            return False
         self._pull()  # may forget watches: look again after it
         if self._fd < 0:
             return False
@@ -207,8 +211,12 @@ class Changes:
             parent = _parent(parent)
         for up in reversed(chain):
             if not self._add(up, _TREE_MASK):
+                self._refused.add(folder)
                 return False
-        return self._add(folder, want | (have or 0))
+        if self._add(folder, want | (have or 0)):
+            return True
+        self._refused.add(folder)
+        return False
 
     def _add(self, folder: str, mask: int) -> bool:
         try:
@@ -243,6 +251,7 @@ class Changes:
         if self._fd < 0 and not self._overflow:
             return Batch()
         self._pull()
+        self._refused.clear()
         if self._overflow:
             self._overflow = False
             self._paths_out.clear()

@@ -341,3 +341,25 @@ def test_a_file_written_request_after_request_is_reported_each_time(pair: Pair) 
         cov = coverage(pair, pair.live)
         steps.append((cov["staleSessions"], "source_unavailable" in cov["reasons"]))
     assert steps == [(1, False), (1, False), (1, False), (2, True), (1, False), (1, False)]
+
+
+def test_a_filesystem_the_kernel_cannot_vouch_for_is_stat_ed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # as on NFS or FUSE: a change made elsewhere would raise no event here
+    monkeypatch.setattr("query.changes._LOCAL_FS", frozenset())
+    pair = Pair(tmp_path / "p")
+    try:
+        pair.write("a", "alpha")
+        pair.build()
+        assert pair.live.changes is not None
+        assert not pair.live.changes.watch(str(pair.folder()))
+        assert coverage(pair, pair.live)["staleSessions"] == 0
+        with (pair.folder() / "a.jsonl").open("ab") as f:
+            f.write(b"{}\n")
+        # no event can come: only stat-ing again finds the change
+        pair.live.changes.drain()
+        assert coverage(pair, pair.live)["staleSessions"] == 1
+        pair.agree()
+    finally:
+        pair.close()
