@@ -34,7 +34,7 @@ __all__ = [
 
 HASH_HEX_LEN: Final = 64
 # Kinds that live under records/ (manifests and events have their own folders).
-RECORD_KINDS: Final = frozenset({"entries", "shard", "digest", "chunk"})
+RECORD_KINDS: Final = frozenset({"entries", "shard", "digest", "chunk", "lexicon"})
 _MANIFEST_PREFIX: Final = "manifest-"
 _MANIFEST_SUFFIX: Final = ".msgpack"
 _GEN_DIGITS: Final = 12

@@ -12,6 +12,7 @@ Record kinds and who writes them::
     ColdDigest       records/       digest      vocabulary + structural addresses (cold tier)
     SessionState     manifest row   pipeline    stamp, hashes, tier, record names, coverage
     SessionChunk     records/       writer      a slice of one generation's SessionStates
+    (lexicon)        records/       pipeline    term -> cold digests, many at once (store.lexicon)
     Manifest         manifests/     pipeline    one generation: every SessionState
 
 Names follow Python style here; the seed's camelCase names appear only in query results.
@@ -510,7 +511,8 @@ class Manifest:
     generation was built from; ``policy`` is the config fingerprint the records honour.
     ``reasons`` are index-wide coverage reasons (e.g. a work budget reached). On disk the
     sessions live in ``SessionChunk`` records named by ``chunks`` (and ``sessions`` is empty);
-    a reader puts them back, so in memory ``sessions`` is always the whole list.
+    a reader puts them back, so in memory ``sessions`` is always the whole list. ``lexicon``
+    names the cold lexicon segments (``store.lexicon``) that cover its cold digests.
     """
 
     generation: int
@@ -522,6 +524,7 @@ class Manifest:
     skipped: tuple[SkippedFile, ...] = ()
     reasons: tuple[str, ...] = ()
     chunks: tuple[str, ...] = ()
+    lexicon: tuple[str, ...] = ()
 
     def to_wire(self) -> Wire:
         return [
@@ -534,6 +537,7 @@ class Manifest:
             [s.to_wire() for s in self.skipped],
             list(self.reasons),
             list(self.chunks),
+            list(self.lexicon),
         ]
 
     @classmethod
@@ -548,11 +552,12 @@ class Manifest:
             tuple(SkippedFile.from_wire(s) for s in w[6]),
             tuple(w[7]),
             tuple(w[8]) if len(w) > 8 else (),
+            tuple(w[9]) if len(w) > 9 else (),
         )
 
     def records(self) -> set[str]:
         """Every record file name this generation references (its chunks included)."""
-        names: set[str] = set(self.chunks)
+        names: set[str] = set(self.chunks) | set(self.lexicon)
         for s in self.sessions:
             names.add(s.index_record)
             names.add(s.entries_record)

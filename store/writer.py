@@ -33,6 +33,7 @@ from store.layout import (
     parse_manifest_name,
     record_name,
 )
+from store.lexicon import LEXICON_KIND
 from store.reader import read_current
 from store.records import (
     ColdDigest,
@@ -92,8 +93,10 @@ class StoreWriter:
         """
         if not isinstance(record, SessionEntries | HotShard | ColdDigest | SessionChunk):
             raise TypeError(f"put() stores entries, shards, digests and chunks, not {type(record)}")
-        data = encode(record)
-        name = record_name(data, kind_of(record))
+        return self._put_bytes(encode(record), kind_of(record))
+
+    def _put_bytes(self, data: bytes, kind: str) -> tuple[str, int]:
+        name = record_name(data, kind)
         path = self.layout.record_path(name)
         try:
             st = path.stat()
@@ -108,6 +111,10 @@ class StoreWriter:
         atomic_write(path, data, sync_dir=False)
         self.bytes_written += len(data)
         return name, len(data)
+
+    def put_lexicon(self, data: bytes) -> tuple[str, int]:
+        """Store an encoded lexicon segment (``store.lexicon``); returns (name, file size)."""
+        return self._put_bytes(data, LEXICON_KIND)
 
     # -- generations -----------------------------------------------------------------------
 

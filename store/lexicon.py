@@ -1,0 +1,350 @@
+"""The cold lexicon: which cold digests hold a term, for many digests at once, read in place.
+
+Answering "which cold sessions hold this term" from each digest's own vocabulary means a
+search per digest, and keeping every vocabulary decoded costs the query process memory in
+proportion to the whole history. A lexicon segment merges the vocabularies of a set of
+digests once, when the pipeline publishes them, into a sorted term table cut in blocks::
+
+    [b"SDX", LEXICON_VERSION, "lexicon", header, body]              one msgpack array
+    header  {"digests": [record name, …], "terms": n, "pairs": m,
+             "first": first term of every block, "\\n"-joined,
+             "offsets": u64 × (blocks + 1), where each block lies in body}
+    body    zstd(block) for every block, concatenated
+    block   msgpack [terms "\\n"-joined, counts u32 × terms, postings u32 × pairs]
+            a posting is digest ordinal << 2 | IN_ACTIVE | IN_ALL, ascending per term
+
+Integers in the byte arrays are little-endian; terms sort by their UTF-8 bytes and never
+contain ``\\n``. ``MappedLexicon`` memory-maps the file and decompresses only the block a
+lookup lands in, so a lookup touches a few pages and the process holds the block index
+(a bytes object per block) instead of a Python object per term. Segments are immutable
+records named by content like every other record; a manifest lists the ones it uses.
+"""
+
+from __future__ import annotations
+
+import bisect
+import itertools
+import mmap
+import os
+import sys
+from array import array
+from collections import OrderedDict
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final
+
+import msgpack
+import zstandard
+
+from store.errors import CorruptRecord
+
+__all__ = [
+    "IN_ACTIVE",
+    "IN_ALL",
+    "LEXICON_KIND",
+    "LEXICON_VERSION",
+    "DigestVocabulary",
+    "MappedLexicon",
+    "encode_lexicon",
+]
+
+LEXICON_KIND: Final = "lexicon"
+LEXICON_VERSION: Final = 1
+MAGIC: Final = b"SDX"
+IN_ACTIVE: Final = 1
+IN_ALL: Final = 2
+_BOTH: Final = IN_ACTIVE | IN_ALL
+# Terms per block: a lookup decompresses one block (~1-2 KiB of terms and postings).
+BLOCK_TERMS: Final = 128
+_LEVEL: Final = 3
+# Largest ordinal that fits beside the two flag bits of a u32 posting.
+MAX_DIGESTS: Final = (1 << 30) - 1
+_LITTLE: Final = sys.byteorder == "little"
+_CACHED_BLOCKS: Final = 256
+
+
+@dataclass(frozen=True, slots=True)
+class DigestVocabulary:
+    """One cold digest's vocabularies: its record name and the ``active``/``all`` blobs.
+
+    A blob is sorted unique terms joined by ``\\n`` (``ColdView.vocabulary``); ``all_terms``
+    is None when the digest has one view for both branch modes.
+    """
+
+    name: str
+    active: bytes
+    all_terms: bytes | None = None
+
+
+def _split(blob: bytes) -> list[bytes]:
+    return blob.split(b"\n") if blob else []
+
+
+def _le(values: array[int]) -> bytes:
+    if not _LITTLE:
+        values = array(values.typecode, values)
+        values.byteswap()
+    return values.tobytes()
+
+
+def _from_le(code: str, data: bytes) -> array[int]:
+    out = array(code, data)
+    if not _LITTLE:
+        out.byteswap()
+    return out
+
+
+# ---------------------------------------------------------------------------------- writing
+
+
+class _Blocks:
+    """Cuts a sorted stream of (term, postings) into compressed blocks."""
+
+    def __init__(self) -> None:
+        self.compressor = zstandard.ZstdCompressor(level=_LEVEL)
+        self.parts: list[bytes] = []
+        self.first: list[bytes] = []
+        self.offsets = array("Q", [0])
+        self.terms = 0
+        self.pairs = 0
+
+    def add(self, terms: Sequence[bytes], counts: array[int], postings: array[int]) -> None:
+        block = msgpack.packb([b"\n".join(terms), _le(counts), _le(postings)], use_bin_type=True)
+        data = self.compressor.compress(block)
+        self.parts.append(data)
+        self.first.append(terms[0])
+        self.offsets.append(self.offsets[-1] + len(data))
+        self.terms += len(terms)
+        self.pairs += len(postings)
+
+    def encode(self, digests: Sequence[str]) -> bytes:
+        header = {
+            "digests": list(digests),
+            "terms": self.terms,
+            "pairs": self.pairs,
+            "first": b"\n".join(self.first),
+            "offsets": _le(self.offsets),
+        }
+        data: bytes = msgpack.packb(
+            [MAGIC, LEXICON_VERSION, LEXICON_KIND, header, b"".join(self.parts)],
+            use_bin_type=True,
+        )
+        return data
+
+
+def encode_lexicon(digests: Sequence[DigestVocabulary]) -> bytes:
+    """The lexicon segment over *digests* (ordinal = position in the sequence).
+
+    Deterministic: the same digests in the same order give the same bytes. The merge is one
+    stable sort of every (term, digest) pair by term — each vocabulary arrives sorted, so it
+    mostly merges runs — and C-level passes over the result; no Python code runs per pair.
+    """
+    if len(digests) > MAX_DIGESTS:
+        raise ValueError(f"a lexicon segment holds at most {MAX_DIGESTS} digests")
+    terms: list[bytes] = []
+    tags = array("I")
+    for ordinal, d in enumerate(digests):
+        base = ordinal << 2
+        if d.all_terms is None or d.all_terms == d.active:
+            parts = _split(d.active)
+            terms.extend(parts)
+            tags.extend(itertools.repeat(base | _BOTH, len(parts)))
+            continue
+        # A branched session: a term may be in one view only (the all view's vocabulary can
+        # also be the one a size cap cut). Set algebra keeps this at C speed; order within
+        # one digest does not matter, the stable sort below orders by term.
+        active, every = set(_split(d.active)), set(_split(d.all_terms))
+        for group, flag in (
+            (sorted(active & every), _BOTH),
+            (sorted(every - active), IN_ALL),
+            (sorted(active - every), IN_ACTIVE),
+        ):
+            terms.extend(group)
+            tags.extend(itertools.repeat(base | flag, len(group)))
+    order = sorted(range(len(terms)), key=terms.__getitem__)
+    ordered = list(map(terms.__getitem__, order))
+    postings = array("I", map(tags.__getitem__, order))
+    del terms, tags, order
+    # The last write of a key wins and insertion order is kept: one C-level pass gives the
+    # distinct terms in sorted order and the end of each term's run of postings.
+    ends = dict(zip(ordered, range(1, len(ordered) + 1), strict=True))
+    del ordered
+    distinct = list(ends)
+    run_ends = array("Q", ends.values())
+    del ends
+    blocks = _Blocks()
+    start = 0
+    for k in range(0, len(distinct), BLOCK_TERMS):
+        chunk = distinct[k : k + BLOCK_TERMS]
+        stops = run_ends[k : k + BLOCK_TERMS]
+        counts = array(
+            "I", (b - a for a, b in itertools.pairwise(itertools.chain((start,), stops)))
+        )
+        blocks.add(chunk, counts, postings[start : stops[-1]])
+        start = stops[-1]
+    return blocks.encode([d.name for d in digests])
+
+
+# ---------------------------------------------------------------------------------- reading
+
+
+class _Reader:
+    """A file-like view of an mmap for msgpack.Unpacker (it reads the header only)."""
+
+    def __init__(self, mm: mmap.mmap) -> None:
+        self._mm = mm
+        self._at = 0
+
+    def read(self, n: int = -1) -> bytes:
+        end = len(self._mm) if n < 0 else min(len(self._mm), self._at + n)
+        out = self._mm[self._at : end]
+        self._at = end
+        return out
+
+
+def _bin_span(mm: mmap.mmap, at: int, path: Path) -> tuple[int, int]:
+    """(start, length) of the msgpack bin object at *at*."""
+    width = {0xC4: 1, 0xC5: 2, 0xC6: 4}.get(mm[at] if at < len(mm) else -1)
+    if width is None:
+        raise CorruptRecord(path, "lexicon body is not a msgpack bin")
+    return at + 1 + width, int.from_bytes(mm[at + 1 : at + 1 + width], "big")
+
+
+@dataclass(frozen=True, slots=True)
+class _Block:
+    terms: list[bytes]
+    starts: array[int]  # start of each term's postings; starts[-1] is the total
+    postings: array[int]
+
+
+class MappedLexicon:
+    """One lexicon segment, memory-mapped; a lookup decompresses the block it lands in."""
+
+    __slots__ = (
+        "_base",
+        "_blocks",
+        "_cache",
+        "_decompressor",
+        "_first",
+        "_mm",
+        "_offsets",
+        "digests",
+        "nbytes",
+        "pairs",
+        "path",
+        "terms",
+    )
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        try:
+            self.nbytes = os.fstat(fd).st_size
+            if self.nbytes == 0:
+                raise CorruptRecord(path, "empty lexicon record")
+            self._mm = mmap.mmap(fd, 0, access=mmap.ACCESS_READ)
+        finally:
+            os.close(fd)
+        unpacker = msgpack.Unpacker(
+            _Reader(self._mm), read_size=1 << 16, raw=False, strict_map_key=False
+        )
+        try:
+            size = unpacker.read_array_header()
+            magic, version, kind = unpacker.unpack(), unpacker.unpack(), unpacker.unpack()
+            header = unpacker.unpack() if size == 5 else None
+            at = unpacker.tell()
+        except (ValueError, TypeError, msgpack.UnpackException, msgpack.OutOfData) as exc:
+            raise CorruptRecord(path, f"lexicon header unreadable: {exc}") from exc
+        if size != 5 or magic != MAGIC or kind != LEXICON_KIND:
+            raise CorruptRecord(path, "not a lexicon record")
+        if version != LEXICON_VERSION:
+            raise CorruptRecord(path, f"lexicon version {version!r}, not {LEXICON_VERSION}")
+        if not isinstance(header, dict):
+            raise CorruptRecord(path, "lexicon header is not a map")
+        start, length = _bin_span(self._mm, at, path)
+        try:
+            digests = header["digests"]
+            self.terms = int(header["terms"])
+            self.pairs = int(header["pairs"])
+            first: bytes = header["first"]
+            offsets = _from_le("Q", header["offsets"])
+            if not (isinstance(digests, list) and all(isinstance(n, str) for n in digests)):
+                raise TypeError("digest names")
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise CorruptRecord(path, f"lexicon header incomplete: {exc}") from exc
+        self.digests: tuple[str, ...] = tuple(digests)
+        self._first = first.split(b"\n") if self.terms else []
+        self._blocks = len(self._first)
+        if (
+            start + length != self.nbytes
+            or len(offsets) != self._blocks + 1
+            or (self._blocks and offsets[-1] != length)
+            or any(b < a for a, b in itertools.pairwise(offsets))
+        ):
+            raise CorruptRecord(path, "lexicon blocks do not fit the body")
+        self._offsets = offsets
+        self._base = start
+        self._decompressor = zstandard.ZstdDecompressor()
+        self._cache: OrderedDict[int, _Block] = OrderedDict()
+
+    # -- blocks ------------------------------------------------------------------------------
+
+    def _block(self, k: int) -> _Block:
+        found = self._cache.get(k)
+        if found is not None:
+            self._cache.move_to_end(k)
+            return found
+        data = self._mm[self._base + self._offsets[k] : self._base + self._offsets[k + 1]]
+        try:
+            raw = self._decompressor.decompress(data)
+            terms_blob, counts_b, postings_b = msgpack.unpackb(raw, raw=True)
+        except (zstandard.ZstdError, ValueError, TypeError, msgpack.UnpackException) as exc:
+            raise CorruptRecord(self.path, f"lexicon block {k} unreadable: {exc}") from exc
+        terms = terms_blob.split(b"\n")
+        counts = _from_le("I", counts_b)
+        postings = _from_le("I", postings_b)
+        starts = array("Q", [0])
+        starts.extend(itertools.accumulate(counts))
+        if len(terms) != len(counts) or starts[-1] != len(postings):
+            raise CorruptRecord(self.path, f"lexicon block {k} is inconsistent")
+        found = _Block(terms, starts, postings)
+        self._cache[k] = found
+        if len(self._cache) > _CACHED_BLOCKS:
+            self._cache.popitem(last=False)
+        return found
+
+    # -- lookups -----------------------------------------------------------------------------
+
+    def postings(self, term: bytes) -> Sequence[int]:
+        """The raw postings (ordinal << 2 | flags) of *term*; empty when no digest holds it."""
+        k = bisect.bisect_right(self._first, term) - 1
+        if k < 0:
+            return ()
+        block = self._block(k)
+        i = bisect.bisect_left(block.terms, term)
+        if i == len(block.terms) or block.terms[i] != term:
+            return ()
+        return block.postings[block.starts[i] : block.starts[i + 1]]
+
+    def holders(self, term: bytes, flag: int) -> list[int]:
+        """Ordinals (ascending) of the digests whose *flag* view (IN_ACTIVE/IN_ALL) holds it."""
+        return [p >> 2 for p in self.postings(term) if p & flag]
+
+    def iter_terms(self) -> Iterator[tuple[bytes, Sequence[int]]]:
+        """Every (term, raw postings) in term order (a regex scans the distinct terms)."""
+        for k in range(self._blocks):
+            block = self._block(k) if k in self._cache else self._read_once(k)
+            starts, postings = block.starts, block.postings
+            for i, term in enumerate(block.terms):
+                yield term, postings[starts[i] : starts[i + 1]]
+
+    def _read_once(self, k: int) -> _Block:
+        """Block *k* without caching it (a full scan should not evict the lookups' blocks)."""
+        found = self._block(k)
+        self._cache.pop(k, None)
+        return found
+
+    def close(self) -> None:
+        self._cache.clear()
+        self._mm.close()
