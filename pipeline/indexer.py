@@ -25,6 +25,7 @@ from pathlib import Path
 import structlog
 
 from pipeline.discovery import discover
+from pipeline.lexicon import LexiconKeeper
 from pipeline.session_job import Job, JobResult, index_session
 from stages.policy import Policy
 from stages.tier import assign_tiers
@@ -163,17 +164,26 @@ def build_index(
         sizes = {c.path: c.size for c in candidates}
         total_bytes = sum(sizes[j.path] for j in jobs)
         inline = total_bytes < INLINE_BYTES
-        changed = bool(jobs) or report.removed > 0 or _skipped_changed(previous, skipped)
+        changed = (
+            bool(jobs)
+            or report.removed > 0
+            or _skipped_changed(previous, skipped)
+            or _lexicon_missing(previous)
+        )
         if not changed:
             report.seconds = time.perf_counter() - started
             log.info("index.done", **report.as_dict())
             return report
+        # Something changed even with no session to index (a file deleted, a lexicon
+        # missing): one empty batch still publishes it.
         batches = list(
             _batches(
                 jobs, sizes, config.memory.max_sync_sessions, config.memory.max_sync_source_bytes
             )
-        )
+        ) or [[]]
         done_sessions = done_bytes = 0
+        keeper = LexiconKeeper(writer)
+        lexicon = previous.lexicon if previous is not None else ()
         for number, batch in enumerate(batches):
             for result in _run_jobs(batch, processes, inline):
                 done_sessions += 1
@@ -210,6 +220,8 @@ def build_index(
                     if j.path not in current:
                         pending_skips[j.path] = SkippedFile(j.path, j.agent, reason)
             generation = writer.current_generation() + 1
+            before = writer.bytes_written
+            lexicon = keeper.complete(lexicon, (s for s in current.values() if s.tier != "hot"))
             manifest = Manifest(
                 generation=generation,
                 created_ns=now_ns(),
@@ -219,8 +231,8 @@ def build_index(
                 sessions=tuple(current[p] for p in sorted(current)),
                 skipped=tuple(sorted({**skipped, **pending_skips}.values(), key=lambda s: s.path)),
                 reasons=reasons,
+                lexicon=lexicon,
             )
-            before = writer.bytes_written
             writer.publish(manifest)
             report.bytes_written += writer.bytes_written - before
             report.generations.append(generation)
@@ -229,6 +241,15 @@ def build_index(
     report.seconds = time.perf_counter() - started
     log.info("index.done", **report.as_dict())
     return report
+
+
+def _lexicon_missing(previous: Manifest | None) -> bool:
+    """An index written before cold lexicons existed gets one at its next run."""
+    return (
+        previous is not None
+        and not previous.lexicon
+        and any(s.tier != "hot" for s in previous.sessions)
+    )
 
 
 def _skipped_changed(previous: Manifest | None, skipped: dict[str, SkippedFile]) -> bool:

@@ -20,6 +20,7 @@ from typing import Final
 import structlog
 
 from pipeline.engine import Drop, Skip, Upsert
+from pipeline.lexicon import LexiconKeeper
 from pipeline.resume import PUBLISH_STAGE, resume_after, usable_manifest
 from pipeline.settings import RunSettings
 from pipeline.workers import Inbox, WorkerBatch
@@ -84,12 +85,19 @@ class Publisher:
         self._checkpoint_at = 0.0
         self._gc_at = 0.0
         self._since_gc = 0
+        self.lexicon: tuple[str, ...] = ()
+        self._lexicons = LexiconKeeper(writer)
+        self._lexicon_todo: list[tuple[str, ...]] = []
+        self._lexicon_built: list[str] = []
 
     def boot(self, now: float) -> None:
         manifest = usable_manifest(self.config.index_dir, self.policy)
         if manifest is not None:
             self.sessions = {s.path: s for s in manifest.sessions}
             self.skipped = {k.path: k for k in manifest.skipped}
+            self.lexicon = manifest.lexicon
+            if not self.lexicon and any(s.tier != "hot" for s in manifest.sessions):
+                self._dirty = True  # written before cold lexicons existed: add one
         elif self.writer.current_generation():
             self._dirty = True  # built under another policy: stop serving it at once
         self.position = self._boot_position = resume_after(self.config.index_dir, self.journal)
@@ -112,6 +120,11 @@ class Publisher:
             workers = range(self.settings.workers)
             self._candidate = min(self._handed.get(w, self._boot_position) for w in workers)
         published = False
+        if not got and self._lexicon_todo:
+            # Idle: build one missing lexicon bucket, then publish it like any change.
+            self._lexicon_built.append(self._lexicons.build(self._lexicon_todo.pop(0)))
+            self._dirty = True
+            got = 1
         if self._dirty and now - self._published_at >= self._interval:
             self._publish(now)
             published = True
@@ -148,6 +161,14 @@ class Publisher:
 
     def _publish(self, now: float) -> None:
         generation = self.writer.current_generation() + 1
+        before = self.writer.bytes_written
+        plan = self._lexicons.plan(
+            [*self.lexicon, *self._lexicon_built],
+            (s for s in self.sessions.values() if s.tier != "hot"),
+        )
+        self.lexicon = plan.segments
+        self._lexicon_todo = list(plan.todo)
+        self._lexicon_built = []
         manifest = Manifest(
             generation=generation,
             created_ns=self.now_ns(),
@@ -156,8 +177,8 @@ class Publisher:
             hot_sessions=self.config.memory.hot_sessions,
             sessions=tuple(self.sessions[p] for p in sorted(self.sessions)),
             skipped=tuple(self.skipped[p] for p in sorted(self.skipped)),
+            lexicon=self.lexicon,
         )
-        before = self.writer.bytes_written
         self.writer.publish(manifest)
         written = self.writer.bytes_written - before
         self._dirty = False
@@ -205,6 +226,9 @@ class Publisher:
 
     def flush(self, now: float) -> None:
         """Publish what is pending and write the checkpoint now (at shutdown)."""
+        while self._lexicon_todo:
+            self._lexicon_built.append(self._lexicons.build(self._lexicon_todo.pop(0)))
+            self._dirty = True
         if self._dirty:
             self._publish(now)
         if self._candidate > self.position:

@@ -218,3 +218,15 @@ def test_real_pi_sessions_index_without_errors(pi: PiRoot) -> None:
     assert report.failed == 0 and report.indexed == len(list(source.glob("*.jsonl")))
     status = collect_status(config).as_dict()
     assert status["indexed"] == status["eligible"]
+
+
+def test_a_deletion_alone_is_published(pi: PiRoot) -> None:
+    config = pi.write_config(hotSessions=5)
+    pi.session("a", small_session("sa", "alpha"), mtime_s=1000)
+    b = pi.session("b", small_session("sb", "beta"), mtime_s=2000)
+    build_index(config)
+    b.unlink()  # nothing left to index, no tier moves: only the removal
+    report = build_index(config)
+    assert (report.indexed, report.removed, len(report.generations)) == (0, 1, 1)
+    manifest = open_snapshot(config.index_dir).manifest
+    assert [Path(s.path).name for s in manifest.sessions] == ["a.jsonl"]
