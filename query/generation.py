@@ -20,14 +20,16 @@ from __future__ import annotations
 import os
 from array import array
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final, TypeVar
 
+from query.lexicon import ColdLexicon
 from query.postings import shift_pairs
 from query.vocabulary import TermIndex
 from store.errors import CorruptRecord, SchemaVersionError
+from store.lexicon import MappedLexicon
 from store.reader import Snapshot
 from store.records import (
     Address,
@@ -184,47 +186,88 @@ class Interner:
 
 
 class ColdSession:
-    """What recall needs of one cold digest view.
+    """What recall needs of one cold digest view, read from its record only when asked.
 
-    Addresses turn into compact columns (interned ids, one ``array`` per filter field) the
-    first time a structural filter asks; a lexical query never pays for them.
+    Rank and presentation need only the session state (the manifest's view summary carries
+    the last timestamp). The record is read the first time a structural filter, a
+    vocabulary fallback or a regex asks: its addresses become compact columns (interned ids,
+    one ``array`` per filter field) and its vocabulary is kept only when no lexicon segment
+    covers it — with a lexicon, nothing per term of a digest stays in memory.
     """
 
     __slots__ = (
-        "_addresses",
+        "_branches",
         "_columns",
+        "_count",
         "_counts",
         "_ids",
+        "_keep_vocabulary",
+        "_load",
         "_stamps",
-        "address_count",
+        "_vocabulary",
         "last_ts",
+        "name",
         "order",
         "state",
-        "vocabulary",
     )
 
     def __init__(
-        self, state: SessionState, digest: ColdDigest, branches: str, ids: Interner
+        self,
+        state: SessionState,
+        branches: str,
+        ids: Interner,
+        load: Callable[[], ColdDigest],
+        *,
+        keep_vocabulary: bool = True,
     ) -> None:
-        view = digest.view(branches)
         self.state = state
-        self.vocabulary: bytes = view.vocabulary
-        self.last_ts = view.last_ts
-        self.address_count = len(view.addresses)
+        self.name = state.index_record  # the digest record (what a lexicon names)
+        self.last_ts = state.view(branches).last_ts
         self.order = order_key(state)
-        self._addresses: tuple[Address, ...] | None = view.addresses
+        self._branches = branches
         self._ids = ids
+        self._load = load
+        self._keep_vocabulary = keep_vocabulary
+        self._vocabulary: bytes | None = None
+        self._count = -1
         self._columns: tuple[array[int], ...] = ()
         self._stamps = array("q")
         self._counts: dict[tuple[int, int], int] = {}
 
-    def _columnize(self) -> None:
-        addresses = self._addresses
-        if addresses is None:
+    @property
+    def vocabulary(self) -> bytes:
+        """The digest's sorted ``\n``-joined terms (raises RecordUnavailable)."""
+        if self._vocabulary is not None:
+            return self._vocabulary
+        view = self._load().view(self._branches)
+        if self._count < 0:
+            self._columnize(view.addresses)
+        if self._keep_vocabulary:
+            self._vocabulary = view.vocabulary
+        return view.vocabulary
+
+    @property
+    def keeps_vocabulary(self) -> bool:
+        return self._keep_vocabulary
+
+    @property
+    def address_count(self) -> int:
+        self._ensure_columns()
+        return self._count
+
+    def _ensure_columns(self) -> None:
+        if self._count >= 0:
             return
+        view = self._load().view(self._branches)
+        if self._keep_vocabulary and self._vocabulary is None:
+            self._vocabulary = view.vocabulary
+        self._columnize(view.addresses)
+
+    def _columnize(self, addresses: Sequence[Address]) -> None:
         ids = self._ids
         columns = tuple(array("I") for _ in FILTER_FIELDS)
         counts: dict[tuple[int, int], int] = {}
+        stamps = array("q")
         for address in addresses:
             for col, pos in zip(columns, FILTER_FIELDS, strict=True):
                 value = ids.id(address[pos])  # type: ignore[arg-type]
@@ -233,14 +276,15 @@ class ColdSession:
                     key = (pos, value)
                     counts[key] = counts.get(key, 0) + 1
             ts = address[5]
-            self._stamps.append(NO_TIMESTAMP if ts is None else ts)
-        self._columns, self._counts, self._addresses = columns, counts, None
+            stamps.append(NO_TIMESTAMP if ts is None else ts)
+        self._columns, self._counts, self._stamps = columns, counts, stamps
+        self._count = len(addresses)
 
     def structural_matches(
         self, exact: Sequence[tuple[int, str]], since: int | None, until: int | None
     ) -> int:
         """How many addresses satisfy every exact (field, value) pair and the time bounds."""
-        self._columnize()
+        self._ensure_columns()
         wanted: list[tuple[int, int]] = []
         for pos, value in exact:
             key = (pos, self._ids.lookup(value))
@@ -251,13 +295,13 @@ class ColdSession:
             if len(wanted) == 1:
                 return self._counts[wanted[0]]
             if not wanted:
-                return self.address_count
+                return self._count
         cols = [(self._columns[FILTER_FIELDS.index(pos)], vid) for pos, vid in wanted]
         low = NO_TIMESTAMP if since is None else since
         high = 2**63 - 1 if until is None else until
         n = 0
         stamps = self._stamps
-        for i in range(self.address_count):
+        for i in range(self._count):
             ts = stamps[i]
             if ts != NO_TIMESTAMP and (ts < low or ts > high):
                 continue
@@ -300,6 +344,11 @@ class Generation:
         self._bases: dict[str, HotShard] = {}
         self._cold: dict[tuple[str, str], ColdSession] = {}
         self._terms: dict[str, tuple[TermIndex, dict[str, int]]] = {}
+        self._segments: dict[str, MappedLexicon] = {}
+        # the last scope's cold views per branch mode, by the identity of its state list
+        self._views: dict[str, tuple[Sequence[SessionState], tuple[ColdSession, ...]]] = {}
+        self._lexicon: ColdLexicon | None = None
+        self._lexicon_read = False
         self._lookups: dict[str, int] = {}
         self._entries: OrderedDict[
             tuple[str, str], tuple[SessionState, tuple[NormalizedEntry, ...]]
@@ -328,6 +377,17 @@ class Generation:
         bases = {s.index_record for s in self.sessions if s.tier == "hot"}
         self._bases = {k: v for k, v in previous._bases.items() if k in bases}
         self._cold = {k: v for k, v in previous._cold.items() if same(k[0], v.state)}
+        wanted = set(self.manifest.lexicon)
+        self._segments = {k: v for k, v in previous._segments.items() if k in wanted}
+        if previous.manifest.lexicon != self.manifest.lexicon:
+            # a digest's coverage decides whether its ColdSession keeps a vocabulary
+            lexicon = self.lexicon()
+            covered = lexicon.covered if lexicon is not None else set()
+            self._cold = {
+                k: v
+                for k, v in self._cold.items()
+                if v.keeps_vocabulary is (v.state.index_record not in covered)
+            }
         for key, value in previous._entries.items():
             if same(key[0], value[0]):
                 self._entries[key] = value
@@ -439,12 +499,53 @@ class Generation:
         return found
 
     def cold(self, state: SessionState, branches: str) -> ColdSession:
+        """A cold session's view; its digest record is read only when something needs it."""
         key = (state.path, branches)
         found = self._cold.get(key)
         if found is None or (found.state is not state and found.state != state):
-            digest: ColdDigest = self._load(state.index_record, ColdDigest)
-            found = self._cold[key] = ColdSession(state, digest, branches, self.ids)
+            lexicon = self.lexicon()
+            name = state.index_record
+            found = self._cold[key] = ColdSession(
+                state,
+                branches,
+                self.ids,
+                lambda: self._load(name, ColdDigest),
+                keep_vocabulary=lexicon is None or name not in lexicon.covered,
+            )
         return found
+
+    def cold_views(self, states: Sequence[SessionState], branches: str) -> tuple[ColdSession, ...]:
+        """The cold views of *states*; a long-lived engine asked for the very same (memoized)
+        scope again gets the same tuple without visiting every session."""
+        hit = self._views.get(branches)
+        if hit is not None and hit[0] is states:
+            return hit[1]
+        out = tuple(self.cold(s, branches) for s in states)
+        self._views[branches] = (states, out)
+        return out
+
+    def lexicon(self) -> ColdLexicon | None:
+        """The generation's cold lexicon, or None (none written, or a segment unreadable:
+        then every digest answers from its own vocabulary, as before lexicons existed)."""
+        if self._lexicon_read:
+            return self._lexicon
+        self._lexicon_read = True
+        names = self.manifest.lexicon
+        if not names:
+            return None
+        segments: list[MappedLexicon] = []
+        for name in names:
+            found = self._segments.get(name)
+            if found is None:
+                try:
+                    path = self.snapshot.layout.record_path(name)
+                    found = self._segments[name] = MappedLexicon(path)
+                except (CorruptRecord, OSError, ValueError):
+                    return None
+            segments.append(found)
+        live = {s.index_record for s in self.sessions if s.tier != "hot"}
+        self._lexicon = ColdLexicon(segments, live)
+        return self._lexicon
 
     def terms(self, branches: str) -> tuple[TermIndex, dict[str, int]]:
         """The merged cold term index of *branches* and the digest number of each path."""
@@ -456,11 +557,11 @@ class Generation:
                 if state.tier != "cold":
                     continue
                 try:
-                    cold = self.cold(state, branches)
+                    vocabulary = self.cold(state, branches).vocabulary
                 except RecordUnavailable:
                     continue
                 numbers[state.path] = len(blobs)
-                blobs.append(cold.vocabulary)
+                blobs.append(vocabulary)
             found = self._terms[branches] = (TermIndex(blobs), numbers)
         return found
 
@@ -481,7 +582,8 @@ class Generation:
     def warm(self, branches: str = "active") -> None:
         """Build every shared structure now (a long-lived process, between requests)."""
         self.hot(branches).merge()
-        self.terms(branches)
+        if self.lexicon() is None:
+            self.terms(branches)
 
     def entries(self, state: SessionState, branches: str) -> tuple[NormalizedEntry, ...]:
         """The complete normalized entries of one view (SessionEntries + its deltas)."""

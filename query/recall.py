@@ -24,7 +24,6 @@ from typing import Any, Final
 from query.args import RecallRequest
 from query.freshness import Freshness, Observation
 from query.generation import (
-    ColdSession,
     Generation,
     HotIndex,
     RecordUnavailable,
@@ -371,26 +370,20 @@ def recall(
             hot_scope = HotScope(index, tuple(numbers))
             searched.extend(s for s in hot_states if s.path in index.number)
         if cold_states:
-            colds: list[ColdSession] = []
-            for s in cold_states:
-                try:
-                    colds.append(gen.cold(s, req.branches))
-                except RecordUnavailable:
-                    reasons.add("source_unavailable")
-                    continue
-                searched.append(s)
+            # Lazy views: a digest record is read only if the search needs it (filters,
+            # a vocabulary no lexicon covers, regex); one that cannot be read then is
+            # reported by the search and taken out of the searched sessions below.
+            colds = gen.cold_views(cold_states, req.branches)
+            searched.extend(cold_states)
+            lexicon = gen.lexicon()
             terms = None
-            if plan.kind in ("literal", "phrase") and plan.terms:
+            if lexicon is None and plan.kind in ("literal", "phrase") and plan.terms:
                 lookups = len(colds) * len(plan.terms)
                 if term_index == "always" or (
                     term_index == "auto" and gen.want_terms(req.branches, lookups)
                 ):
                     terms = gen.terms(req.branches)
-            cold_scope = ColdScope(tuple(colds), terms)
-    incomplete, own = _incomplete(
-        searched, req.branches, display_haystack=display_haystack, hydrated=hydrated
-    )
-    reasons |= own
+            cold_scope = ColdScope(colds, terms, lexicon, req.branches)
     result = search(
         plan,
         req.filters,
@@ -401,6 +394,13 @@ def recall(
         keep=req.offset + req.page_size,
     )
     reasons |= result.reasons
+    if result.unavailable:
+        reasons.add("source_unavailable")
+        searched = [s for s in searched if s.path not in result.unavailable]
+    incomplete, own = _incomplete(
+        searched, req.branches, display_haystack=display_haystack, hydrated=hydrated
+    )
+    reasons |= own
     coverage: dict[str, Any] = {
         "complete": not reasons and result.error is None and stale_count == 0,
         "indexedSessions": len(searched),

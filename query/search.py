@@ -19,12 +19,13 @@ from __future__ import annotations
 
 import heapq
 import math
-from collections.abc import Container, Sequence
+from collections.abc import Container, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Final
 
 from query.args import Filters
-from query.generation import ColdSession, HotIndex, ShardData
+from query.generation import ColdSession, HotIndex, RecordUnavailable, ShardData
+from query.lexicon import ColdLexicon
 from query.postings import decode_pairs
 from query.regex import RegexLimits, RegexRunner
 from query.vocabulary import TermIndex, blob_contains, blob_terms
@@ -47,6 +48,8 @@ __all__ = [
 
 K1: Final = 1.2
 B: Final = 0.75
+# A regex walks the whole cold lexicon when the scope holds at least 1/this of its digests.
+_LEXICON_WALK_SHARE: Final = 8
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,6 +146,8 @@ class SearchResult:
     total: int = 0
     reasons: set[str] = field(default_factory=set)
     error: dict[str, str] | None = None
+    # cold sessions whose digest record could not be read when the search needed it
+    unavailable: set[str] = field(default_factory=set)
 
 
 # ----------------------------------------------------------------------------------- scopes
@@ -159,10 +164,13 @@ class HotScope:
 
 @dataclass(frozen=True, slots=True)
 class ColdScope:
-    """Cold digests to search, in scope order; ``terms`` when the merged index is built."""
+    """Cold digests to search, in scope order; ``lexicon`` when the generation has one (it
+    answers for the digests it covers), else ``terms`` once the merged index is built."""
 
     sessions: tuple[ColdSession, ...]
     terms: tuple[TermIndex, dict[str, int]] | None = None
+    lexicon: ColdLexicon | None = None
+    branches: str = "active"
 
 
 @dataclass(slots=True)
@@ -294,17 +302,33 @@ def _hot_browse(scope: HotScope, cand: _Candidates, filters: Filters) -> list[It
 # ------------------------------------------------------------------------------------- cold
 
 
-def _eligible(cold: ColdScope, filters: Filters) -> list[tuple[ColdSession, int]]:
+def _eligible(
+    cold: ColdScope, filters: Filters, result: SearchResult
+) -> list[tuple[ColdSession, int]]:
     """Digests that hold at least one address matching the filters, with that count."""
     if not filters.any:
         return [(c, 0) for c in cold.sessions]
     exact = filters.exact()
     out: list[tuple[ColdSession, int]] = []
     for c in cold.sessions:
-        n = c.structural_matches(exact, filters.since, filters.until)
+        try:
+            n = c.structural_matches(exact, filters.since, filters.until)
+        except RecordUnavailable:
+            result.unavailable.add(c.state.path)
+            continue
         if n > 0:
             out.append((c, n))
     return out
+
+
+def _has_terms(c: ColdSession, encoded: Sequence[bytes], result: SearchResult) -> list[int]:
+    """Which of *encoded* one digest's own vocabulary holds (no lexicon covers it)."""
+    try:
+        vocabulary = c.vocabulary
+    except RecordUnavailable:
+        result.unavailable.add(c.state.path)
+        return []
+    return [i for i, t in enumerate(encoded) if blob_contains(vocabulary, t)]
 
 
 def _cold_terms(
@@ -313,6 +337,7 @@ def _cold_terms(
     terms: Sequence[str],
     match_all: bool,
     limit: int,
+    result: SearchResult,
 ) -> tuple[list[SessionItem], bool]:
     """Vocabulary candidates and their scores; the flag is False when *limit* cut them."""
     if not eligible or not terms:
@@ -323,19 +348,35 @@ def _cold_terms(
     if cold.terms is not None:
         index, numbers = cold.terms
         holders = [set(index.holders(t)) for t in encoded]
+    lexicon = cold.lexicon
+    named: list[set[str]] = []
+    if lexicon is not None:
+        named = [lexicon.holders(t, cold.branches) for t in encoded]
     candidates: list[tuple[ColdSession, list[int], int]] = []
     matching = 0
     # A digest outside every holder set is skipped with one set probe, so a rare term costs
     # a dict lookup per digest in scope instead of one per (digest, term).
     anywhere: set[int] = set().union(*holders) if holders is not None else set()
-    for c, structural in eligible:
-        if holders is not None:
+    held: set[str] = set().union(*named)
+    pairs = eligible
+    if lexicon is not None:
+        # One pass keeps the digests the lexicon names and those it does not cover (they
+        # answer from their own vocabulary), in scope order; the rest cannot match.
+        covered = lexicon.covered
+        pairs = [p for p in eligible if (n := p[0].name) in held or n not in covered]
+    for c, structural in pairs:
+        name = c.name
+        if lexicon is not None and name in lexicon.covered:
+            if name not in held:
+                continue
+            hit = [i for i, h in enumerate(named) if name in h]
+        elif holders is not None:
             number = numbers.get(c.state.path, -1)
             if number not in anywhere:
                 continue
             hit = [i for i, h in enumerate(holders) if number in h]
         else:
-            hit = [i for i, t in enumerate(encoded) if blob_contains(c.vocabulary, t)]
+            hit = _has_terms(c, encoded, result)
         if not hit or (match_all and len(hit) != len(terms)):
             continue
         matching += 1
@@ -358,8 +399,44 @@ def _cold_terms(
 # ------------------------------------------------------------------------------------ regex
 
 
+def _cold_haystack(
+    cold: ColdScope, eligible: list[tuple[ColdSession, int]], result: SearchResult
+) -> Iterator[tuple[bytes, Sequence[int]]]:
+    """Distinct cold terms of the eligible digests, each with the eligible positions holding it.
+
+    A broad scope walks the lexicon once (each distinct term once, in byte order); a scope
+    holding a small share of the covered digests reads their own vocabularies instead, since
+    the lexicon walk costs the same however few digests are in scope.
+    """
+    lexicon = cold.lexicon
+    position = {c.state.index_record: d for d, (c, _) in enumerate(eligible)}
+    own: Sequence[int] = range(len(eligible))
+    if lexicon is not None:
+        covered = sum(1 for name in position if name in lexicon.covered)
+        if covered and covered * _LEXICON_WALK_SHARE >= len(lexicon.covered):
+            for term, names in lexicon.terms(cold.branches):
+                digests = [position[n] for n in names if n in position]
+                if digests:
+                    yield term, digests
+            own = [
+                d
+                for d, (c, _) in enumerate(eligible)
+                if c.state.index_record not in lexicon.covered
+            ]
+    for d in own:
+        c = eligible[d][0]
+        try:
+            vocabulary = c.vocabulary
+        except RecordUnavailable:
+            result.unavailable.add(c.state.path)
+            continue
+        for term in blob_terms(vocabulary):
+            yield term, (d,)
+
+
 def _regex(
     hot: HotScope | None,
+    cold: ColdScope | None,
     eligible: list[tuple[ColdSession, int]],
     plan: Plan,
     filters: Filters,
@@ -402,21 +479,24 @@ def _regex(
     hot_count = len(haystacks)
     # Each distinct cold term is one haystack, however many digests hold it.
     term_holders: list[list[int]] = []
-    if complete and eligible:
-        seen: dict[bytes, int] = {}
-        for d, (c, _) in enumerate(eligible):
-            for term in blob_terms(c.vocabulary):
-                at = seen.get(term)
-                if at is None:
-                    text = term.decode("utf-8", "replace")
-                    if not fits(text):
-                        break
-                    seen[term] = len(term_holders)
-                    term_holders.append([d])
-                    haystacks.append(text)
-                else:
-                    term_holders[at].append(d)
-            if not complete:
+    seen: dict[bytes, int] = {}
+
+    def add(term: bytes, digests: Sequence[int]) -> bool:
+        at = seen.get(term)
+        if at is not None:
+            term_holders[at].extend(digests)
+            return True
+        text = term.decode("utf-8", "replace")
+        if not fits(text):
+            return False
+        seen[term] = len(term_holders)
+        term_holders.append(list(digests))
+        haystacks.append(text)
+        return True
+
+    if complete and eligible and cold is not None:
+        for term, digests in _cold_haystack(cold, eligible, result):
+            if not add(term, digests):
                 break
     outcome = runner.run(plan.pattern, haystacks)
     if not outcome.complete:
@@ -468,12 +548,12 @@ def search(
     ``total`` still counts every item within the budget.
     """
     result = SearchResult()
-    eligible = _eligible(cold, filters) if cold is not None else []
+    eligible = _eligible(cold, filters, result) if cold is not None else []
     items: list[Item] = []
     if plan.kind == "regex":
         if runner is None:
             raise RuntimeError("regex mode needs a RegexRunner")
-        items = _regex(hot, eligible, plan, filters, runner, budgets, result)
+        items = _regex(hot, cold, eligible, plan, filters, runner, budgets, result)
     else:
         if hot is not None:
             cand = _select(hot, filters, budgets.entries)
@@ -525,7 +605,9 @@ def _cold(
         if eligible:
             result.reasons.add("cold_phrase_requires_hydration")
         return []
-    found, complete = _cold_terms(cold, eligible, plan.terms, plan.match == "all", budgets.digests)
+    found, complete = _cold_terms(
+        cold, eligible, plan.terms, plan.match == "all", budgets.digests, result
+    )
     if not complete:
         result.reasons.add("candidate_digest_budget")
     if found:

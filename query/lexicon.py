@@ -1,0 +1,61 @@
+"""A generation's cold lexicon: which cold digests hold a term, by digest record name.
+
+The pipeline keeps a few segments (``store.lexicon``) covering every cold digest of the
+generation it publishes; a segment may still name digests that are no longer cold (they
+are skipped here: the set of live names decides), and a digest named by two segments
+counts once. Lookups read the memory-mapped segments in place.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+from collections.abc import Iterator, Sequence
+
+from store.lexicon import IN_ACTIVE, IN_ALL, MappedLexicon
+
+__all__ = ["ColdLexicon", "flag_of"]
+
+
+def flag_of(branches: str) -> int:
+    return IN_ACTIVE if branches == "active" else IN_ALL
+
+
+class ColdLexicon:
+    """The segments of one generation and the cold digest names they cover."""
+
+    __slots__ = ("covered", "segments")
+
+    def __init__(self, segments: Sequence[MappedLexicon], live: set[str]) -> None:
+        self.segments = tuple(segments)
+        self.covered: set[str] = set()
+        for seg in self.segments:
+            self.covered.update(n for n in seg.digests if n in live)
+
+    def holders(self, term: bytes, branches: str) -> set[str]:
+        """Names of the covered digests whose *branches* view holds *term*."""
+        flag = flag_of(branches)
+        out: set[str] = set()
+        for seg in self.segments:
+            postings = seg.postings(term)
+            if postings:
+                names = seg.digests
+                out.update(names[p >> 2] for p in postings if p & flag)
+        return out
+
+    def terms(self, branches: str) -> Iterator[tuple[bytes, list[str]]]:
+        """Every distinct term in byte order with the names of the digests holding it."""
+        flag = flag_of(branches)
+        streams = [_named(seg, flag) for seg in self.segments]
+        for term, group in itertools.groupby(heapq.merge(*streams), key=lambda t: t[0]):
+            names: list[str] = []
+            for _, found in group:
+                names.extend(found)
+            if names:
+                yield term, names
+
+
+def _named(seg: MappedLexicon, flag: int) -> Iterator[tuple[bytes, list[str]]]:
+    names = seg.digests
+    for term, postings in seg.iter_terms():
+        yield term, [names[p >> 2] for p in postings if p & flag]
