@@ -34,7 +34,12 @@ def test_percentiles_are_nearest_rank() -> None:
 
 def test_run_measured_sees_a_child_tree_and_its_writes(tmp_path: Path) -> None:
     grandchild = tmp_path / "grandchild.py"
-    grandchild.write_text(f"open({str(tmp_path / 'out.bin')!r}, 'wb').write(b'x' * 65536)\n")
+    # It lives until the sampler has seen it: the peak is sampled, and a loaded machine may
+    # not run the sampler thread at all while a process that exits at once is alive.
+    grandchild.write_text(
+        f"open({str(tmp_path / 'out.bin')!r}, 'wb').write(b'x' * 65536)\n"
+        f"import time; time.sleep(0.5)\n"
+    )
     code = f"import subprocess, sys; subprocess.run([sys.executable, {str(grandchild)!r}])"
     m = run_measured([sys.executable, "-c", code])
     assert m.returncode == 0
