@@ -163,8 +163,12 @@ def build_shard(fold: SessionFold, views: Sequence[ViewInput], policy: Policy) -
     )
 
 
+# Postings are little-endian on disk; checked once, not per term.
+_NATIVE_IS_LE = array("I", [1]).tobytes() == b"\x01\x00\x00\x00"
+
+
 def _le_bytes(a: array[int]) -> bytes:
-    if array("I", [1]).tobytes() != b"\x01\x00\x00\x00":  # pragma: no cover - big-endian hosts
+    if not _NATIVE_IS_LE:  # pragma: no cover - big-endian hosts
         a = array("I", a)
         a.byteswap()
     return a.tobytes()
