@@ -95,12 +95,21 @@ class Engine:
                 self._generation = Generation(
                     open_snapshot(self.config.index_dir), previous=self._generation
                 )
-            if self.changes is not None:
-                batch = self.changes.drain()
-                if not batch.empty:
-                    self.freshness.sync(batch)
-                    self.listings.sync(batch)
+            self._follow()
             return self._generation
+
+    def follow(self) -> None:
+        """Drain the change feed now; an idle server calls it so the kernel queue stays short
+        (a queue that overflows costs the next request a stat of every session)."""
+        with self._lock:
+            self._follow()
+
+    def _follow(self) -> None:
+        if self.changes is not None:
+            batch = self.changes.drain()
+            if not batch.empty:
+                self.freshness.sync(batch)
+                self.listings.sync(batch)
 
     @property
     def runner(self) -> RegexRunner:

@@ -102,6 +102,7 @@ class QueryServer:
         self._conns: set[socket.socket] = set()
         self._conns_lock = threading.Lock()
         self._seen: int | None = None
+        self._following: concurrent.futures.Future[None] | None = None
         self.requests = 0
 
     # -- life cycle -------------------------------------------------------------------------
@@ -234,6 +235,8 @@ class QueryServer:
 
     def _tick(self) -> None:
         self._keep_socket()
+        if self.engine.changes is not None and (self._following is None or self._following.done()):
+            self._following = self._worker.submit(self.engine.follow)
         if not self.options.warm:
             return
         try:

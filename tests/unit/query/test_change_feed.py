@@ -363,3 +363,16 @@ def test_a_filesystem_the_kernel_cannot_vouch_for_is_stat_ed(
         pair.agree()
     finally:
         pair.close()
+
+
+def test_following_between_requests_keeps_the_queue_short_and_the_answer_exact(
+    pair: Pair,
+) -> None:
+    live = pair.live
+    assert live.changes is not None
+    assert coverage(pair, live)["staleSessions"] == 0
+    with (pair.folder() / "a.jsonl").open("ab") as f:
+        f.write(b"{}\n")
+    live.follow()  # as an idle query serve does every tick
+    assert live.changes.drain().empty
+    assert coverage(pair, live)["staleSessions"] == 1
