@@ -72,7 +72,12 @@ def _looks_like_path(target: str) -> bool:
 
 def _real_roots(gen: Generation, roots: Iterable[Path]) -> list[str]:
     out: list[str] = []
+    named: set[str] = set()
     for root in [*roots, *gen.roots()]:
+        name = os.fspath(root)
+        if name in named:  # the config's roots are usually the generation's: resolve once
+            continue
+        named.add(name)
         try:
             real = os.path.realpath(root)
         except OSError:
