@@ -8,9 +8,7 @@ counts once. Lookups read the memory-mapped segments in place.
 
 from __future__ import annotations
 
-import heapq
-import itertools
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 
 from store.lexicon import IN_ACTIVE, IN_ALL, MappedLexicon
 
@@ -42,20 +40,3 @@ class ColdLexicon:
                 names = seg.digests
                 out.update(names[p >> 2] for p in postings if p & flag)
         return out
-
-    def terms(self, branches: str) -> Iterator[tuple[bytes, list[str]]]:
-        """Every distinct term in byte order with the names of the digests holding it."""
-        flag = flag_of(branches)
-        streams = [_named(seg, flag) for seg in self.segments]
-        for term, group in itertools.groupby(heapq.merge(*streams), key=lambda t: t[0]):
-            names: list[str] = []
-            for _, found in group:
-                names.extend(found)
-            if names:
-                yield term, names
-
-
-def _named(seg: MappedLexicon, flag: int) -> Iterator[tuple[bytes, list[str]]]:
-    names = seg.digests
-    for term, postings in seg.iter_terms():
-        yield term, [names[p >> 2] for p in postings if p & flag]

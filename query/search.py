@@ -25,7 +25,7 @@ from typing import Final
 
 from query.args import Filters
 from query.generation import ColdSession, HotIndex, RecordUnavailable, ShardData
-from query.lexicon import ColdLexicon
+from query.lexicon import ColdLexicon, flag_of
 from query.postings import decode_pairs
 from query.regex import RegexLimits, RegexRunner
 from query.vocabulary import TermIndex, blob_contains, blob_terms
@@ -402,27 +402,27 @@ def _cold_terms(
 def _cold_haystack(
     cold: ColdScope, eligible: list[tuple[ColdSession, int]], result: SearchResult
 ) -> Iterator[tuple[bytes, Sequence[int]]]:
-    """Distinct cold terms of the eligible digests, each with the eligible positions holding it.
+    """Cold terms of the eligible digests, each with the eligible positions holding it.
 
-    A broad scope walks the lexicon once (each distinct term once, in byte order); a scope
-    holding a small share of the covered digests reads their own vocabularies instead, since
-    the lexicon walk costs the same however few digests are in scope.
+    A broad scope walks the lexicon's segments (each term once per segment; the caller
+    merges repeats); a scope holding a small share of the covered digests reads their own
+    vocabularies instead, since a lexicon walk costs the same however few are in scope.
     """
     lexicon = cold.lexicon
-    position = {c.state.index_record: d for d, (c, _) in enumerate(eligible)}
     own: Sequence[int] = range(len(eligible))
     if lexicon is not None:
+        position = {c.name: d for d, (c, _) in enumerate(eligible)}
         covered = sum(1 for name in position if name in lexicon.covered)
         if covered and covered * _LEXICON_WALK_SHARE >= len(lexicon.covered):
-            for term, names in lexicon.terms(cold.branches):
-                digests = [position[n] for n in names if n in position]
-                if digests:
-                    yield term, digests
-            own = [
-                d
-                for d, (c, _) in enumerate(eligible)
-                if c.state.index_record not in lexicon.covered
-            ]
+            flag = flag_of(cold.branches)
+            for segment in lexicon.segments:
+                # ordinal -> eligible position (-1: not in scope, or not cold any more)
+                at = [position.get(name, -1) for name in segment.digests]
+                for term, postings in segment.iter_terms():
+                    digests = [d for p in postings if p & flag and (d := at[p >> 2]) >= 0]
+                    if digests:
+                        yield term, digests
+            own = [d for d, (c, _) in enumerate(eligible) if c.name not in lexicon.covered]
     for d in own:
         c = eligible[d][0]
         try:
@@ -434,31 +434,70 @@ def _cold_haystack(
             yield term, (d,)
 
 
-def _regex(
+@dataclass(slots=True)
+class _Haystack:
+    """What a regex runs over: hot entry texts, then distinct cold terms, within the caps."""
+
+    texts: list[str] = field(default_factory=list)
+    targets: list[tuple[ShardData, int]] = field(default_factory=list)
+    hot_count: int = 0
+    term_holders: list[list[int]] = field(default_factory=list)
+    reasons: set[str] = field(default_factory=set)
+    unavailable: set[str] = field(default_factory=set)
+
+
+# The last haystack and what it was built from (held, so the identities stay valid): a
+# long-lived engine asked regexes over the same scope builds it once per generation.
+_LAST_HAYSTACK: list[tuple[tuple[object, ...], _Haystack]] = []
+
+
+def _haystack(
     hot: HotScope | None,
     cold: ColdScope | None,
     eligible: list[tuple[ColdSession, int]],
-    plan: Plan,
     filters: Filters,
-    runner: RegexRunner,
-    budgets: Budgets,
-    result: SearchResult,
-) -> list[Item]:
-    limits: RegexLimits = runner.limits
-    haystacks: list[str] = []
-    targets: list[tuple[ShardData, int]] = []
+    limits: RegexLimits,
+) -> _Haystack:
+    key = (
+        hot.index if hot else None,
+        hot.shards if hot else None,
+        cold.sessions if cold else None,
+        cold.branches if cold else None,
+        cold.lexicon if cold else None,
+        filters,
+        limits,
+    )
+    if _LAST_HAYSTACK:
+        (held, found) = _LAST_HAYSTACK[0]
+        if len(held) == len(key) and all(a is b or a == b for a, b in zip(held, key, strict=True)):
+            return found
+    out = _build_haystack(hot, cold, eligible, filters, limits)
+    _LAST_HAYSTACK[:] = [(key, out)]
+    return out
+
+
+def _build_haystack(
+    hot: HotScope | None,
+    cold: ColdScope | None,
+    eligible: list[tuple[ColdSession, int]],
+    filters: Filters,
+    limits: RegexLimits,
+) -> _Haystack:
+    out = _Haystack()
+    haystacks = out.texts
     size = 0
     complete = True
 
-    def fits(text: str) -> bool:
+    def fits(text: str, n: int = -1) -> bool:
         nonlocal size, complete
-        n = len(text.encode("utf-8", "surrogatepass"))
+        if n < 0:
+            n = len(text.encode("utf-8", "surrogatepass"))
         if len(haystacks) >= limits.max_haystack_terms:
-            result.reasons.add("regex_max_haystack_terms")
+            out.reasons.add("regex_max_haystack_terms")
             complete = False
             return False
         if size + n > limits.max_haystack_bytes:
-            result.reasons.add("regex_max_haystack_bytes")
+            out.reasons.add("regex_max_haystack_bytes")
             complete = False
             return False
         size += n
@@ -473,12 +512,12 @@ def _regex(
                 if not fits(text):
                     break
                 haystacks.append(text)
-                targets.append((shard, pos))
+                out.targets.append((shard, pos))
             if not complete:
                 break
-    hot_count = len(haystacks)
+    out.hot_count = len(haystacks)
     # Each distinct cold term is one haystack, however many digests hold it.
-    term_holders: list[list[int]] = []
+    term_holders = out.term_holders
     seen: dict[bytes, int] = {}
 
     def add(term: bytes, digests: Sequence[int]) -> bool:
@@ -487,7 +526,7 @@ def _regex(
             term_holders[at].extend(digests)
             return True
         text = term.decode("utf-8", "replace")
-        if not fits(text):
+        if not fits(text, len(term)):
             return False
         seen[term] = len(term_holders)
         term_holders.append(list(digests))
@@ -495,9 +534,33 @@ def _regex(
         return True
 
     if complete and eligible and cold is not None:
-        for term, digests in _cold_haystack(cold, eligible, result):
+        found = SearchResult()
+        for term, digests in _cold_haystack(cold, eligible, found):
             if not add(term, digests):
                 break
+        out.unavailable = found.unavailable
+    return out
+
+
+def _regex(
+    hot: HotScope | None,
+    cold: ColdScope | None,
+    eligible: list[tuple[ColdSession, int]],
+    plan: Plan,
+    filters: Filters,
+    runner: RegexRunner,
+    budgets: Budgets,
+    result: SearchResult,
+) -> list[Item]:
+    hay = _haystack(hot, cold, eligible, filters, runner.limits)
+    result.reasons |= hay.reasons
+    result.unavailable |= hay.unavailable
+    haystacks, targets, hot_count, term_holders = (
+        hay.texts,
+        hay.targets,
+        hay.hot_count,
+        hay.term_holders,
+    )
     outcome = runner.run(plan.pattern, haystacks)
     if not outcome.complete:
         assert outcome.error is not None

@@ -48,9 +48,11 @@ def _session(kit: Kit, i: int, words: str, cwd: str) -> None:
 @pytest.fixture
 def kit(tmp_path: Path) -> Iterator[Kit]:
     kit = Kit(tmp_path / "k", hotSessions=1)
-    words = ["zebra quokka", "zebra", "quokka", "giraffe", "zebra giraffe", "other words"]
+    words = ["zebra quokka", "zebra", "quokka", "giraffe", "zebra giraffe", "other words"] * 3
     for i, w in enumerate(words):
-        _session(kit, i, w, CWD if i % 2 else "/elsewhere")
+        # one project session among 17 cold ones: a regex there reads its own digest, a
+        # global one walks the lexicon
+        _session(kit, i, w, CWD if i == 1 else "/elsewhere")
     kit.build()
     yield kit
     kit.close()
@@ -75,7 +77,7 @@ def test_the_pipeline_writes_a_lexicon_covering_every_cold_digest(kit: Kit) -> N
     lexicon = gen.lexicon()
     assert lexicon is not None
     cold = {s.index_record for s in gen.sessions if s.tier == "cold"}
-    assert len(cold) == 5 and lexicon.covered == cold
+    assert len(cold) == 17 and lexicon.covered == cold
     assert lexicon.holders(b"zebra", "active") == {
         s.index_record for s in gen.sessions if s.tier == "cold" and "zebra" in _words(kit, s.path)
     }
