@@ -12,6 +12,7 @@ the supervisor last wrote about its processes (state, restarts, heartbeat age, l
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from dataclasses import dataclass, field
@@ -46,6 +47,7 @@ class Status:
     source_bytes: dict[str, int] = field(default_factory=lambda: {"hot": 0, "cold": 0})
     record_bytes: dict[str, int] = field(default_factory=lambda: {"hot": 0, "cold": 0})
     entries_bytes: int = 0
+    lexicon_bytes: int = 0
     index_bytes: int = 0
     reasons: list[str] = field(default_factory=list)
     incomplete_sessions: list[dict[str, Any]] = field(default_factory=list)
@@ -75,11 +77,13 @@ class Status:
             "cold": self.cold,
             "agents": dict(sorted(self.agents.items())),
             "sourceBytes": {**src, "total": src["hot"] + src["cold"]},
-            "recordBytes": {**rec, "entries": self.entries_bytes},
+            "recordBytes": {**rec, "entries": self.entries_bytes, "lexicon": self.lexicon_bytes},
             "indexBytes": self.index_bytes,
             "cacheSourceRatio": {
                 "hot": ratio(rec["hot"], src["hot"]),
                 "cold": ratio(rec["cold"], src["cold"]),
+                # the cold lexicon holds the cold vocabularies a second time, merged
+                "coldWithLexicon": ratio(rec["cold"] + self.lexicon_bytes, src["cold"]),
                 "index": ratio(self.index_bytes, src["hot"] + src["cold"]),
             },
             "reasons": self.reasons,
@@ -192,6 +196,9 @@ def collect_status(config: Config) -> Status:
     status.pipeline["lastGenerationAt"] = manifest.created_ns // 1_000_000
     status.reasons = list(manifest.reasons)
     status.index_bytes = _tree_bytes(config.index_dir)
+    for name in manifest.lexicon:
+        with contextlib.suppress(OSError):
+            status.lexicon_bytes += snapshot.layout.record_path(name).stat().st_size
     known: set[str] = set()
     for s in manifest.sessions:
         known.add(s.path)
@@ -274,7 +281,8 @@ def render_status(status: Status) -> str:
         f"tiers       {d['hot']} hot, {d['cold']} cold; agents "
         + ", ".join(f"{k} {v}" for k, v in d["agents"].items()),
         f"bytes       source {d['sourceBytes']['total']:,}; index {d['indexBytes']:,} "
-        f"(hot ratio {ratio['hot']}, cold ratio {ratio['cold']}, index ratio {ratio['index']})",
+        f"(hot ratio {ratio['hot']}, cold ratio {ratio['cold']} or {ratio['coldWithLexicon']} "
+        f"with the cold lexicon, index ratio {ratio['index']})",
     ]
     lines += _render_pipeline(d["pipeline"])
     if d["reasons"]:

@@ -169,7 +169,8 @@ def render(res: dict[str, Any]) -> str:
             "",
             f"Size: index {size['index_bytes'] / MB:.1f} MB for {c['bytes'] / MB:.1f} MB source; "
             f"hot records/source {ratio['hot']:.3f} ({size['hot']} sessions), cold "
-            f"{ratio['cold']:.3f} ({size['cold']} sessions); FTS5 db "
+            f"{ratio['cold']:.3f} ({size['cold']} sessions; "
+            f"{ratio.get('coldWithLexicon', float('nan')):.3f} with the cold lexicon); FTS5 db "
             f"{(size.get('fts5_bytes') or 0) / MB:.1f} MB"
             + (f"; agentsview db {av['db_bytes'] / MB:.1f} MB" if av.get("db_bytes") else ""),
             f"  query process RSS {_mb(res.get('query_rss', {}).get('rss_kb'))} MB"
