@@ -39,6 +39,7 @@ from query.search import Budgets
 from query.sessions import sessions as run_sessions
 from store.config import Config
 from store.errors import SnapshotMissing
+from store.layout import IndexLayout
 from store.reader import open_snapshot, read_current
 
 __all__ = ["ACTIONS", "Engine"]
@@ -72,6 +73,9 @@ class Engine:
         self.changes = Changes.open() if changes else None
         self.freshness = Freshness(self.changes)
         self.listings = Listings(self.changes)
+        self._index_folder = os.path.abspath(self.config.index_dir)
+        self._current_file = str(IndexLayout(Path(self._index_folder)).current)
+        self._current_seen: int | None = None  # CURRENT as read while the feed vouched for it
         self._runner: RegexRunner | None = None
         self._generation: Generation | None = None
         self._lock = threading.Lock()
@@ -88,15 +92,26 @@ class Engine:
         Raises SnapshotMissing when nothing has been indexed yet.
         """
         with self._lock:
-            current = read_current(self.config.index_dir)
+            self._follow()
+            current = self._current()
             if current is None:
                 raise SnapshotMissing(self.config.index_dir)
             if self._generation is None or self._generation.generation != current:
                 self._generation = Generation(
                     open_snapshot(self.config.index_dir), previous=self._generation
                 )
-            self._follow()
             return self._generation
+
+    def _current(self) -> int | None:
+        """CURRENT's generation; with a feed, read again only once an event named it."""
+        if self._current_seen is not None:
+            return self._current_seen
+        changes = self.changes
+        vouched = changes is not None and changes.watch(self._index_folder)  # before the read
+        current = read_current(self.config.index_dir)
+        if vouched:
+            self._current_seen = current
+        return current
 
     def follow(self) -> None:
         """Drain the change feed now; an idle server calls it so the kernel queue stays short
@@ -110,6 +125,12 @@ class Engine:
             if not batch.empty:
                 self.freshness.sync(batch)
                 self.listings.sync(batch)
+                if (
+                    batch.overflow
+                    or self._index_folder in batch.folders
+                    or self._current_file in batch.paths
+                ):
+                    self._current_seen = None
 
     @property
     def runner(self) -> RegexRunner:
@@ -172,6 +193,7 @@ class Engine:
             # verdicts kept on the feed's word must not outlive it
             self.changes.close()
             self.changes = None
+            self._current_seen = None
             self.freshness = Freshness()
             self.listings = Listings()
 

@@ -376,3 +376,16 @@ def test_following_between_requests_keeps_the_queue_short_and_the_answer_exact(
     live.follow()  # as an idle query serve does every tick
     assert live.changes.drain().empty
     assert coverage(pair, live)["staleSessions"] == 1
+
+
+def test_an_index_deleted_and_built_again_is_followed(pair: Pair) -> None:
+    import shutil
+
+    pair.agree()
+    pair.write("c", "epsilon")
+    shutil.rmtree(pair.pi.index)
+    with pytest.raises(Exception) as missing:
+        pair.live.recall({"query": "fixed", "scope": "global"}, cwd=CWD)
+    assert type(missing.value).__name__ == "SnapshotMissing"
+    pair.build()
+    pair.agree()
