@@ -347,6 +347,7 @@ class Generation:
         self._segments: dict[str, MappedLexicon] = {}
         # the last scope's cold views per branch mode, by the identity of its state list
         self._views: dict[str, tuple[Sequence[SessionState], tuple[ColdSession, ...]]] = {}
+        self._places: tuple[tuple[ColdSession, ...], dict[str, int], list[int]] | None = None
         self._lexicon: ColdLexicon | None = None
         self._lexicon_read = False
         self._lookups: dict[str, int] = {}
@@ -523,6 +524,18 @@ class Generation:
         out = tuple(self.cold(s, branches) for s in states)
         self._views[branches] = (states, out)
         return out
+
+    def cold_places(self, views: tuple[ColdSession, ...]) -> tuple[dict[str, int], list[int]]:
+        """Digest name -> position in *views*, and the positions this generation's lexicon
+        does not cover; kept for the last scope asked (by identity)."""
+        if self._places is not None and self._places[0] is views:
+            return self._places[1], self._places[2]
+        lexicon = self.lexicon()
+        covered = lexicon.covered if lexicon is not None else set()
+        positions = {c.name: i for i, c in enumerate(views)}
+        uncovered = [i for i, c in enumerate(views) if c.name not in covered]
+        self._places = (views, positions, uncovered)
+        return positions, uncovered
 
     def lexicon(self) -> ColdLexicon | None:
         """The generation's cold lexicon, or None (none written, or a segment unreadable:

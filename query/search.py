@@ -19,9 +19,9 @@ from __future__ import annotations
 
 import heapq
 import math
-from collections.abc import Container, Iterator, Sequence
+from collections.abc import Container, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Final
+from typing import Final, overload
 
 from query.args import Filters
 from query.generation import ColdSession, HotIndex, RecordUnavailable, ShardData
@@ -171,6 +171,10 @@ class ColdScope:
     terms: tuple[TermIndex, dict[str, int]] | None = None
     lexicon: ColdLexicon | None = None
     branches: str = "active"
+    # digest name -> position in ``sessions``, and the positions no lexicon segment covers
+    # (memoized per scope by the generation, so a lookup need not visit every session)
+    positions: Mapping[str, int] | None = None
+    uncovered: Sequence[int] = ()
 
 
 @dataclass(slots=True)
@@ -195,10 +199,11 @@ def _select(scope: HotScope, filters: Filters, limit: int) -> _Candidates:
     count = dl_sum = 0
     exceeded = False
     first, last = scope.entry_range or (None, None)
+    filtered = filters.any
     for no in scope.shards:
         shard = scope.index.shards[no]
         n = len(shard.entries)
-        if first is None and not filters.any:
+        if first is None and not filtered:
             positions: Sequence[int] = range(n)
         else:
             positions = [
@@ -302,12 +307,35 @@ def _hot_browse(scope: HotScope, cand: _Candidates, filters: Filters) -> list[It
 # ------------------------------------------------------------------------------------- cold
 
 
+class _Unfiltered(Sequence[tuple[ColdSession, int]]):
+    """Every cold view of the scope with no structural count: no filter asked for one."""
+
+    __slots__ = ("views",)
+
+    def __init__(self, views: Sequence[ColdSession]) -> None:
+        self.views = views
+
+    def __len__(self) -> int:
+        return len(self.views)
+
+    @overload
+    def __getitem__(self, i: int) -> tuple[ColdSession, int]: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[tuple[ColdSession, int]]: ...
+    def __getitem__(
+        self, i: int | slice
+    ) -> tuple[ColdSession, int] | list[tuple[ColdSession, int]]:
+        if isinstance(i, slice):
+            return [(c, 0) for c in self.views[i]]
+        return (self.views[i], 0)
+
+
 def _eligible(
     cold: ColdScope, filters: Filters, result: SearchResult
-) -> list[tuple[ColdSession, int]]:
+) -> Sequence[tuple[ColdSession, int]]:
     """Digests that hold at least one address matching the filters, with that count."""
     if not filters.any:
-        return [(c, 0) for c in cold.sessions]
+        return _Unfiltered(cold.sessions)
     exact = filters.exact()
     out: list[tuple[ColdSession, int]] = []
     for c in cold.sessions:
@@ -333,7 +361,7 @@ def _has_terms(c: ColdSession, encoded: Sequence[bytes], result: SearchResult) -
 
 def _cold_terms(
     cold: ColdScope,
-    eligible: list[tuple[ColdSession, int]],
+    eligible: Sequence[tuple[ColdSession, int]],
     terms: Sequence[str],
     match_all: bool,
     limit: int,
@@ -358,10 +386,15 @@ def _cold_terms(
     # a dict lookup per digest in scope instead of one per (digest, term).
     anywhere: set[int] = set().union(*holders) if holders is not None else set()
     held: set[str] = set().union(*named)
-    pairs = eligible
-    if lexicon is not None:
-        # One pass keeps the digests the lexicon names and those it does not cover (they
-        # answer from their own vocabulary), in scope order; the rest cannot match.
+    pairs: Sequence[tuple[ColdSession, int]] = eligible
+    if lexicon is not None and isinstance(eligible, _Unfiltered) and cold.positions is not None:
+        # Only the digests the lexicon names, and those it does not cover (they answer
+        # from their own vocabulary), can match: found by name, kept in scope order.
+        at = cold.positions
+        picked = {at[n] for n in held if n in at}
+        picked.update(cold.uncovered)
+        pairs = [eligible[i] for i in sorted(picked)]
+    elif lexicon is not None:
         covered = lexicon.covered
         pairs = [p for p in eligible if (n := p[0].name) in held or n not in covered]
     for c, structural in pairs:
@@ -400,7 +433,7 @@ def _cold_terms(
 
 
 def _cold_haystack(
-    cold: ColdScope, eligible: list[tuple[ColdSession, int]], result: SearchResult
+    cold: ColdScope, eligible: Sequence[tuple[ColdSession, int]], result: SearchResult
 ) -> Iterator[tuple[bytes, Sequence[int]]]:
     """Cold terms of the eligible digests, each with the eligible positions holding it.
 
@@ -454,7 +487,7 @@ _LAST_HAYSTACK: list[tuple[tuple[object, ...], _Haystack]] = []
 def _haystack(
     hot: HotScope | None,
     cold: ColdScope | None,
-    eligible: list[tuple[ColdSession, int]],
+    eligible: Sequence[tuple[ColdSession, int]],
     filters: Filters,
     limits: RegexLimits,
 ) -> _Haystack:
@@ -479,7 +512,7 @@ def _haystack(
 def _build_haystack(
     hot: HotScope | None,
     cold: ColdScope | None,
-    eligible: list[tuple[ColdSession, int]],
+    eligible: Sequence[tuple[ColdSession, int]],
     filters: Filters,
     limits: RegexLimits,
 ) -> _Haystack:
@@ -545,7 +578,7 @@ def _build_haystack(
 def _regex(
     hot: HotScope | None,
     cold: ColdScope | None,
-    eligible: list[tuple[ColdSession, int]],
+    eligible: Sequence[tuple[ColdSession, int]],
     plan: Plan,
     filters: Filters,
     runner: RegexRunner,
@@ -652,7 +685,7 @@ def _rank(item: Item) -> tuple[float, int, int, int, bytes]:
 
 def _cold(
     cold: ColdScope,
-    eligible: list[tuple[ColdSession, int]],
+    eligible: Sequence[tuple[ColdSession, int]],
     plan: Plan,
     filters: Filters,
     budgets: Budgets,
