@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import heapq
 import math
+from collections import Counter
 from collections.abc import Container, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Final, overload
@@ -380,52 +381,65 @@ def _cold_terms(
     named: list[set[str]] = []
     if lexicon is not None:
         named = [lexicon.holders(t, cold.branches) for t in encoded]
-    candidates: list[tuple[ColdSession, list[int], int]] = []
-    matching = 0
-    # A digest outside every holder set is skipped with one set probe, so a rare term costs
-    # a dict lookup per digest in scope instead of one per (digest, term).
-    anywhere: set[int] = set().union(*holders) if holders is not None else set()
-    held: set[str] = set().union(*named)
-    pairs: Sequence[tuple[ColdSession, int]] = eligible
+    full = (1 << len(terms)) - 1
+    masks: list[tuple[ColdSession, int, int]] = []  # (view, matched terms as bits, structural)
     if lexicon is not None and isinstance(eligible, _Unfiltered) and cold.positions is not None:
-        # Only the digests the lexicon names, and those it does not cover (they answer
-        # from their own vocabulary), can match: found by name, kept in scope order.
+        # Only the digests the lexicon names, and those it does not cover (they answer from
+        # their own vocabulary), can match: their term bits come from the holder sets by
+        # name, one step per (term, holder), and scope order from their positions.
         at = cold.positions
-        picked = {at[n] for n in held if n in at}
-        picked.update(cold.uncovered)
-        pairs = [eligible[i] for i in sorted(picked)]
-    elif lexicon is not None:
-        covered = lexicon.covered
-        pairs = [p for p in eligible if (n := p[0].name) in held or n not in covered]
-    for c, structural in pairs:
-        name = c.name
-        if lexicon is not None and name in lexicon.covered:
-            if name not in held:
-                continue
-            hit = [i for i, h in enumerate(named) if name in h]
-        elif holders is not None:
-            number = numbers.get(c.state.path, -1)
-            if number not in anywhere:
-                continue
-            hit = [i for i, h in enumerate(holders) if number in h]
-        else:
-            hit = _has_terms(c, encoded, result)
-        if not hit or (match_all and len(hit) != len(terms)):
-            continue
-        matching += 1
-        if len(candidates) < limit:
-            candidates.append((c, hit, structural))
-    df = [0] * len(terms)
-    for _, hit, _ in candidates:
-        for i in hit:
-            df[i] += 1
+        bits: dict[int, int] = {}
+        for i, names in enumerate(named):
+            bit = 1 << i
+            for n in names:
+                p = at.get(n)
+                if p is not None:
+                    bits[p] = bits.get(p, 0) | bit
+        for p in cold.uncovered:
+            own = _has_terms(eligible[p][0], encoded, result)
+            if own:
+                bits[p] = sum(1 << i for i in own)
+        masks = [(eligible[p][0], bits[p], 0) for p in sorted(bits)]
+    else:
+        # A digest outside every holder set is skipped with one set probe, so a rare term
+        # costs a dict lookup per digest in scope instead of one per (digest, term).
+        anywhere: set[int] = set().union(*holders) if holders is not None else set()
+        held: set[str] = set().union(*named)
+        covered = lexicon.covered if lexicon is not None else set()
+        for c, structural in eligible:
+            name = c.name
+            if name in covered:
+                if name not in held:
+                    continue
+                hit = [i for i, h in enumerate(named) if name in h]
+            elif holders is not None:
+                number = numbers.get(c.state.path, -1)
+                if number not in anywhere:
+                    continue
+                hit = [i for i, h in enumerate(holders) if number in h]
+            else:
+                hit = _has_terms(c, encoded, result)
+            if hit:
+                masks.append((c, sum(1 << i for i in hit), structural))
+    candidates = [m for m in masks if not match_all or m[1] == full]
+    matching = len(candidates)
+    del candidates[limit:]
     total = len(candidates)
-    out: list[SessionItem] = []
-    for c, hit, structural in candidates:
+    tally = Counter(m for _, m, _ in candidates)
+    df = [sum(n for m, n in tally.items() if m >> i & 1) for i in range(len(terms))]
+    # A digest's score depends only on which terms it matched: once per distinct set, summed
+    # in term order as always.
+    scored: dict[int, tuple[float, int]] = {}
+    for m in tally:
         score = 0.0
-        for i in hit:
-            score += math.log((total - df[i] + 0.5) / (df[i] + 0.5) + 1)
-        out.append(SessionItem(c, score, len(hit), structural))
+        for i in range(len(terms)):
+            if m >> i & 1:
+                score += math.log((total - df[i] + 0.5) / (df[i] + 0.5) + 1)
+        scored[m] = (score, m.bit_count())
+    out: list[SessionItem] = []
+    for c, m, structural in candidates:
+        score, matched = scored[m]
+        out.append(SessionItem(c, score, matched, structural))
     return out, matching <= limit
 
 
