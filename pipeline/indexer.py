@@ -15,6 +15,7 @@ pending sessions (``skipped`` with the budget reason) so readers report coverage
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 import time
@@ -25,7 +26,7 @@ from pathlib import Path
 import structlog
 
 from pipeline.discovery import discover
-from pipeline.lexicon import LexiconKeeper
+from pipeline.lexicon import BucketBuilder, LexiconKeeper, build_bucket
 from pipeline.session_job import Job, JobResult, index_session
 from stages.policy import Policy
 from stages.tier import assign_tiers
@@ -121,6 +122,29 @@ def _run_jobs(jobs: Sequence[Job], processes: int | None, inline: bool) -> Itera
     workers = max(1, min(processes or os.cpu_count() or 1, len(jobs)))
     with ctx.Pool(workers) as pool:
         yield from pool.imap_unordered(index_session, jobs, chunksize=1)
+
+
+def _bucket_builder(
+    index_dir: Path, processes: int | None, inline: bool, report: RunReport
+) -> BucketBuilder:
+    """Lexicon buckets built side by side in worker processes (a catch-up run builds all)."""
+
+    def build_all(buckets: list[tuple[str, ...]]) -> list[str]:
+        if inline or len(buckets) <= 1:
+            keeper = LexiconKeeper(StoreWriter(index_dir))
+            names = [keeper.build(b) for b in buckets]
+            report.bytes_written += keeper.writer.bytes_written
+            return names
+        import multiprocess
+
+        ctx = multiprocess.get_context("spawn")
+        workers = max(1, min(processes or os.cpu_count() or 1, len(buckets)))
+        with ctx.Pool(workers) as pool:
+            built = pool.map(functools.partial(build_bucket, str(index_dir)), buckets, chunksize=1)
+        report.bytes_written += sum(n for _, n in built)
+        return [name for name, _ in built]
+
+    return build_all
 
 
 def build_index(
@@ -221,7 +245,11 @@ def build_index(
                         pending_skips[j.path] = SkippedFile(j.path, j.agent, reason)
             generation = writer.current_generation() + 1
             before = writer.bytes_written
-            lexicon = keeper.complete(lexicon, (s for s in current.values() if s.tier != "hot"))
+            lexicon = keeper.complete(
+                lexicon,
+                (s for s in current.values() if s.tier != "hot"),
+                _bucket_builder(config.index_dir, processes, inline, report),
+            )
             manifest = Manifest(
                 generation=generation,
                 created_ns=now_ns(),

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Final
 
 import structlog
@@ -33,6 +34,7 @@ __all__ = [
     "BUCKET_DIGESTS",
     "LexiconKeeper",
     "LexiconPlan",
+    "build_bucket",
     "bucket_count",
     "vocabulary_from_record",
 ]
@@ -139,13 +141,33 @@ class LexiconKeeper:
         self._digests[segment] = tuple(digests)
         return segment
 
-    def complete(self, known: Iterable[str], cold: Iterable[SessionState]) -> tuple[str, ...]:
-        """Every bucket's segment for *cold*, building the missing ones now."""
+    def complete(
+        self,
+        known: Iterable[str],
+        cold: Iterable[SessionState],
+        build_all: BucketBuilder | None = None,
+    ) -> tuple[str, ...]:
+        """Every bucket's segment for *cold*, building the missing ones now.
+
+        *build_all* builds a list of buckets (elsewhere: in worker processes) and returns
+        their segment names in order; by default this keeper builds them one by one.
+        """
         plan = self.plan(known, cold)
-        out = tuple(
-            f if f is not None else self.build(b)
-            for b, f in zip(plan.buckets, plan.found, strict=True)
-        )
-        if plan.todo:
-            log.info("lexicon.built", segments=len(plan.todo), reused=len(out) - len(plan.todo))
+        todo = list(plan.todo)
+        built = iter(build_all(todo) if build_all is not None and todo else map(self.build, todo))
+        out = tuple(f if f is not None else next(built) for f in plan.found)
+        for segment, digests in zip(out, plan.buckets, strict=True):
+            self._digests.setdefault(segment, digests)
+        if todo:
+            log.info("lexicon.built", segments=len(todo), reused=len(out) - len(todo))
         return out
+
+
+BucketBuilder = Callable[[list[tuple[str, ...]]], Sequence[str]]
+
+
+def build_bucket(index_dir: str, digests: tuple[str, ...]) -> tuple[str, int]:
+    """Build one bucket's segment in a worker process: (segment name, bytes written)."""
+    writer = StoreWriter(Path(index_dir))
+    segment = LexiconKeeper(writer).build(digests)
+    return segment, writer.bytes_written

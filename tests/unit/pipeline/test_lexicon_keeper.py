@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 from pathlib import Path
 
 import blake3
@@ -12,7 +13,7 @@ from hypothesis import strategies as st
 
 from pipeline.lexicon import BUCKET_DIGESTS, LexiconKeeper, bucket_count
 from store.lexicon import IN_ACTIVE, DigestVocabulary, MappedLexicon
-from store.records import SessionState
+from store.records import ColdDigest, SessionState
 from store.writer import StoreWriter
 from tests.unit.store.factories import state
 
@@ -97,3 +98,33 @@ def test_segments_answer_for_their_digests(tmp_path: Path) -> None:
             assert lex.holders(own[:12].encode(), IN_ACTIVE) == [lex.digests.index(own)]
         lex.close()
     assert holders == {name(i) for i in numbers}
+
+
+def test_buckets_built_in_worker_processes_are_the_same_files(tmp_path: Path) -> None:
+    from pipeline.indexer import RunReport, _bucket_builder
+
+    numbers = list(range(3 * BUCKET_DIGESTS))
+    serial = keeper(tmp_path / "serial").complete((), cold(numbers))
+    writer = StoreWriter(tmp_path / "parallel")
+    # the worker processes read the vocabularies back from the digest records
+    states = [
+        state(f"/s/{i}.jsonl", n, "e" * 64 + ".entries", tier="cold")
+        for i, n in ((i, writer.put(_digest(i))[0]) for i in numbers)
+    ]
+    report = RunReport()
+    parallel = LexiconKeeper(writer).complete(
+        (), states, _bucket_builder(tmp_path / "parallel", 2, False, report)
+    )
+    inline = LexiconKeeper(StoreWriter(tmp_path / "inline")).complete(
+        (), states, _bucket_builder(tmp_path / "parallel", 2, True, RunReport())
+    )
+    assert parallel == inline and len(parallel) == len(serial) == 4
+    assert report.bytes_written > 0
+
+
+def _digest(i: int) -> ColdDigest:
+    from tests.unit.store.factories import cold_digest
+
+    base = cold_digest(f"/s/{i}.jsonl")
+    view = replace(base.views[0], vocabulary=b"\n".join(sorted([b"common", b"own%d" % i])))
+    return replace(base, views=(view,))
