@@ -37,9 +37,19 @@ def drained(feed: Changes) -> Batch:
     return feed.drain()
 
 
+def quiet(batch: Batch, under: Path) -> bool:
+    """Nothing under *under* in *batch*: the ancestors up to / are watched too, and other
+    processes may well be creating files in /tmp meanwhile."""
+    if batch.overflow:
+        return False
+    prefix = str(under.parent)
+    named = batch.paths | batch.folders | batch.listings
+    return not any(p == prefix or p.startswith(prefix + "/") for p in named)
+
+
 def test_nothing_happened_is_an_empty_batch(feed: Changes, folder: Path) -> None:
     assert feed.watch(str(folder))
-    assert drained(feed).empty
+    assert quiet(drained(feed), folder)
 
 
 @pytest.mark.parametrize(
@@ -49,7 +59,7 @@ def test_nothing_happened_is_an_empty_batch(feed: Changes, folder: Path) -> None
 def test_each_file_operation_names_the_file(feed: Changes, folder: Path, op: str) -> None:
     a = folder / "a.jsonl"
     assert feed.watch(str(folder))
-    assert drained(feed).empty
+    assert quiet(drained(feed), folder)
     if op == "append":
         with a.open("a") as f:
             f.write("{}\n")
@@ -72,7 +82,7 @@ def test_each_file_operation_names_the_file(feed: Changes, folder: Path, op: str
     batch = drained(feed)
     assert str(a) in batch.paths
     assert not batch.overflow
-    assert drained(feed).empty
+    assert quiet(drained(feed), folder)
     if op in ("delete", "replace", "rename_away", "create"):
         assert str(folder) in batch.listings
 
@@ -81,7 +91,7 @@ def test_a_renamed_folder_and_everything_under_it_is_forgotten(feed: Changes, fo
     sub = folder / "sub"
     sub.mkdir()
     assert feed.watch(str(sub))
-    assert drained(feed).empty
+    assert quiet(drained(feed), folder)
     folder.rename(folder.parent / "moved")
     batch = drained(feed)
     assert {str(folder), str(sub)} <= batch.folders
@@ -122,7 +132,7 @@ def test_overflow_drops_every_watch_and_later_changes_still_arrive(
     assert drained(feed).overflow
     # the old watch is gone: without a new one nothing is reported
     (folder / "a.jsonl").write_text("changed\n")
-    assert drained(feed).empty
+    assert quiet(drained(feed), folder)
     assert feed.watch(str(folder))
     (folder / "a.jsonl").write_text("again\n")
     assert str(folder / "a.jsonl") in drained(feed).paths
@@ -134,14 +144,15 @@ def test_injected_events_are_parsed_as_the_kernel_lays_them_out(
     assert feed.watch(str(folder))
     wd = feed._wd[str(folder)]
     feed.inject(encode_event(wd, IN_MODIFY, "a.jsonl") + encode_event(wd, IN_MODIFY, "bb.jsonl"))
-    assert drained(feed).paths == {str(folder / "a.jsonl"), str(folder / "bb.jsonl")}
+    mine = {p for p in drained(feed).paths if p.startswith(str(folder))}
+    assert mine == {str(folder / "a.jsonl"), str(folder / "bb.jsonl")}
 
 
 def test_a_closed_feed_vouches_for_nothing(feed: Changes, folder: Path) -> None:
     feed.close()
     assert not feed.alive
     assert not feed.watch(str(folder))
-    assert drained(feed).empty
+    assert quiet(drained(feed), folder)
 
 
 def test_a_symlink_on_the_path_pointed_elsewhere_voids_the_folder(
