@@ -327,6 +327,7 @@ class _PublisherRole:
             policy=policy_of(config),
             writer=self.writer,
             on_published=published,
+            background_lexicon=True,
         )
         self.publisher.boot(time.monotonic())
         self.wait = spec.settings.idle_max_s
@@ -344,5 +345,6 @@ class _PublisherRole:
             self.publisher.loop_once(now)  # whatever the stopped workers handed over last
             self.publisher.flush(now)
         finally:
+            self.publisher.close()
             self.stack.close()
             self.journal.close()

@@ -20,7 +20,7 @@ from typing import Final
 import structlog
 
 from pipeline.engine import Drop, Skip, Upsert
-from pipeline.lexicon import LexiconKeeper
+from pipeline.lexicon import BackgroundBuilds, LexiconKeeper
 from pipeline.resume import PUBLISH_STAGE, resume_after, usable_manifest
 from pipeline.settings import RunSettings
 from pipeline.workers import Inbox, WorkerBatch
@@ -59,7 +59,10 @@ class Publisher:
         on_published: Callable[[int], None] = lambda position: None,
         clock: Callable[[], float] = time.monotonic,
         now_ns: Callable[[], int] = time.time_ns,
+        background_lexicon: bool = False,
     ) -> None:
+        """``background_lexicon``: build lexicon buckets in a worker process (a long-lived
+        pipeline); otherwise one bucket per idle step, in this process."""
         self.config = config
         self.settings = settings
         self.inbox = inbox
@@ -89,6 +92,7 @@ class Publisher:
         self._lexicons = LexiconKeeper(writer)
         self._lexicon_todo: list[tuple[str, ...]] = []
         self._lexicon_built: list[str] = []
+        self._background = BackgroundBuilds(config.index_dir) if background_lexicon else None
 
     def boot(self, now: float) -> None:
         manifest = usable_manifest(self.config.index_dir, self.policy)
@@ -120,11 +124,8 @@ class Publisher:
             workers = range(self.settings.workers)
             self._candidate = min(self._handed.get(w, self._boot_position) for w in workers)
         published = False
-        if not got and self._lexicon_todo:
-            # Idle: build one missing lexicon bucket, then publish it like any change.
-            self._lexicon_built.append(self._lexicons.build(self._lexicon_todo.pop(0)))
-            self._dirty = True
-            got = 1
+        if self._build_lexicon(idle=not got):
+            got = got or 1
         if self._dirty and now - self._published_at >= self._interval:
             self._publish(now)
             published = True
@@ -167,7 +168,8 @@ class Publisher:
             (s for s in self.sessions.values() if s.tier != "hot"),
         )
         self.lexicon = plan.segments
-        self._lexicon_todo = list(plan.todo)
+        building = self._background.building if self._background is not None else None
+        self._lexicon_todo = [b for b in plan.todo if b != building]
         self._lexicon_built = []
         manifest = Manifest(
             generation=generation,
@@ -224,8 +226,34 @@ class Publisher:
             manifests=report.manifests_deleted,
         )
 
+    def _build_lexicon(self, *, idle: bool) -> bool:
+        """Move the missing lexicon buckets along; True when that is work still going on.
+
+        A built bucket is published like any change. In the background one bucket builds
+        at a time while publishing goes on; in this process, one bucket per idle step.
+        """
+        background = self._background
+        if background is not None:
+            name = background.poll()
+            if name is not None:
+                self._lexicon_built.append(name)
+                self._dirty = True
+            if not background.busy and self._lexicon_todo:
+                background.submit(self._lexicon_todo.pop(0))
+            return background.busy
+        if idle and self._lexicon_todo:
+            self._lexicon_built.append(self._lexicons.build(self._lexicon_todo.pop(0)))
+            self._dirty = True
+            return True
+        return False
+
     def flush(self, now: float) -> None:
         """Publish what is pending and write the checkpoint now (at shutdown)."""
+        if self._background is not None and self._background.busy:
+            name = self._background.poll(timeout=None)
+            if name is not None:
+                self._lexicon_built.append(name)
+                self._dirty = True
         while self._lexicon_todo:
             self._lexicon_built.append(self._lexicons.build(self._lexicon_todo.pop(0)))
             self._dirty = True
@@ -235,6 +263,11 @@ class Publisher:
             self.position = self._candidate
             self.on_published(self.position)
         self._checkpoint(now, idle=True)
+
+    def close(self) -> None:
+        """Stop the background lexicon builds (after ``flush``)."""
+        if self._background is not None:
+            self._background.close()
 
     def statistics(self) -> dict[str, object]:
         return {

@@ -8,6 +8,7 @@ a clean `pipeline run --once` of the same files.
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 from dataclasses import replace
 from pathlib import Path
@@ -285,6 +286,36 @@ def test_a_root_that_appears_later_is_watched(pi: PiRoot, tmp_path: Path) -> Non
         with path.open("ab") as f:
             f.write(orjson.dumps(record) + b"\n")
         wait_for(lambda: has_term(config, path, "quickly"), timeout=20, what="the append")
+        assert live.stop() == 0
+    finally:
+        if live.process and live.process.poll() is None:
+            live.kill()
+
+
+def test_the_live_lexicon_converges_to_the_clean_build_while_running(
+    pi: PiRoot, tmp_path: Path
+) -> None:
+    config = pi.write_config(hotSessions=1)
+    for n in range(4):
+        pi.session(f"s{n}", pi_session(f"s{n}", 3), mtime_s=1000 + n)
+    live = start(pi)
+    try:
+        wait_for(lambda: idle(config), timeout=20, what="the first build")
+        # A new newest session turns the hot one cold: its bucket is rebuilt in the
+        # background while the pipeline keeps publishing
+        pi.session("s9", pi_session("s9", 3), mtime_s=5000)
+        other = replace(config, memory=replace(config.memory, index_dir=tmp_path / "clean"))
+
+        def converged() -> bool:
+            manifest = open_snapshot(config.index_dir).manifest
+            if len(manifest.sessions) != 5:
+                return False
+            shutil.rmtree(other.index_dir, ignore_errors=True)
+            build_index(other)
+            clean = open_snapshot(other.index_dir).manifest
+            return bool(manifest.lexicon) and manifest.lexicon == clean.lexicon
+
+        wait_for(converged, timeout=30, what="the lexicon of the new cold set")
         assert live.stop() == 0
     finally:
         if live.process and live.process.poll() is None:
