@@ -4,10 +4,12 @@
 
     accept loop (main thread, 0.5 s ticks) ── per connection: a thread reading frames
          │  tick: CURRENT moved? → refresh + warm the hot index on the engine thread
+         │        drain the engine's change feed (so the kernel's event queue stays short)
          │        socket file gone (index folder deleted)? → bind it again
          ▼
     engine thread (one): every request runs here, so the Engine never sees two at once;
-    a request pins the generation current when it starts (``Engine.refresh``)
+    a request pins the generation current when it starts (``Engine.refresh``), and learns
+    from the change feed which session files changed, so it stats only those
 
 Limits: a request frame above ``max_request_bytes`` is refused (``request_too_large``) and the
 connection closed; a request not answered within ``request_timeout`` gets ``request_timeout``
