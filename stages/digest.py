@@ -245,7 +245,9 @@ def _view_terms(views: Sequence[ViewInput]) -> list[set[bytes]]:
             first_set = set(first)
         distinct = set(texts)
         if first_set <= distinct:
-            out.append(out[0] | term_set(distinct - first_set))
+            added = distinct - first_set
+            # The very same set when nothing is added: build_digest then reuses its blob.
+            out.append(out[0] | term_set(added) if added else out[0])
         else:
             out.append(term_set(texts))
     return out
@@ -255,11 +257,18 @@ def build_digest(fold: SessionFold, views: Sequence[ViewInput], policy: Policy) 
     """A cold digest honouring ``maxColdVocabularyBytes`` and ``maxColdCacheBytes``."""
     cold_views: list[ColdView] = []
     distinct = _distinct(views)
+    whole: tuple[set[bytes], tuple[bytes, int, bool]] | None = None
     for v, terms in zip(distinct, _view_terms(distinct), strict=True):
         entries = v.normalized.entries
-        vocabulary, vocab_bytes, vocab_capped = _vocabulary(
-            entries, terms, policy.max_cold_vocabulary_bytes
-        )
+        if whole is not None and whole[0] is terms:
+            # Uncut, a vocabulary depends on its term set alone (a cut one on entry order).
+            vocabulary, vocab_bytes, vocab_capped = whole[1]
+        else:
+            vocabulary, vocab_bytes, vocab_capped = _vocabulary(
+                entries, terms, policy.max_cold_vocabulary_bytes
+            )
+            if not vocab_capped:
+                whole = (terms, (vocabulary, vocab_bytes, vocab_capped))
         histogram: dict[str, int] = {}
         files: dict[str, None] = {}
         stamps = [e.timestamp for e in entries if e.timestamp is not None]
