@@ -19,7 +19,7 @@ import functools
 import os
 import sys
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -27,7 +27,7 @@ import structlog
 
 from pipeline.discovery import discover
 from pipeline.lexicon import BucketBuilder, LexiconKeeper, build_bucket
-from pipeline.session_job import Job, JobResult, index_session
+from pipeline.session_job import Job, JobResult, index_session, index_sessions
 from stages.policy import Policy
 from stages.tier import assign_tiers
 from store.config import Config
@@ -112,7 +112,9 @@ def _batches(
         yield batch
 
 
-def _run_jobs(jobs: Sequence[Job], processes: int | None, inline: bool) -> Iterator[JobResult]:
+def _run_jobs(
+    jobs: Sequence[Job], sizes: Mapping[str, int], processes: int | None, inline: bool
+) -> Iterator[JobResult]:
     if inline or len(jobs) <= 1:
         yield from map(index_session, jobs)
         return
@@ -120,17 +122,38 @@ def _run_jobs(jobs: Sequence[Job], processes: int | None, inline: bool) -> Itera
 
     ctx = multiprocess.get_context("spawn")
     workers = max(1, min(processes or os.cpu_count() or 1, len(jobs)))
-    chunksize = _chunksize(len(jobs), workers)
     with ctx.Pool(workers) as pool:
-        yield from pool.imap_unordered(index_session, jobs, chunksize=chunksize)
+        for results in pool.imap_unordered(index_sessions, _units(jobs, sizes, workers)):
+            yield from results
 
 
-def _chunksize(jobs: int, workers: int) -> int:
-    """Jobs per pool message. The pool's parent threads wake for every result message (about
-    0.4 ms of parent CPU per session at one job a message, measured on the size-S bench, taken
-    from the same CPUs the workers need), so big runs send up to 8 jobs a message; at least 16
-    messages a worker keep the tail of small sessions spread over every worker."""
-    return max(1, min(8, jobs // (workers * 16)))
+# Pool messages per worker, at least: the last one bounds how long a worker runs on alone.
+UNITS_PER_WORKER = 32
+
+
+def _units(jobs: Sequence[Job], sizes: Mapping[str, int], workers: int) -> list[list[Job]]:
+    """*jobs* (biggest first) in runs of consecutive jobs, one pool message each.
+
+    The pool's parent threads wake for every result message, about 0.4 ms of parent CPU each
+    (measured on the size-S bench), taken from the CPUs the workers need; so small sessions go
+    several to a message. A run holds up to 1/``UNITS_PER_WORKER`` of a worker's share of the
+    source bytes: a big session is a message of its own, and no message keeps one worker
+    busy long after the others are done.
+    """
+    cap = max(1, sum(sizes[j.path] for j in jobs) // (workers * UNITS_PER_WORKER))
+    units: list[list[Job]] = []
+    unit: list[Job] = []
+    used = 0
+    for job in jobs:
+        size = sizes[job.path]
+        if unit and used + size > cap:
+            units.append(unit)
+            unit, used = [], 0
+        unit.append(job)
+        used += size
+    if unit:
+        units.append(unit)
+    return units
 
 
 def _bucket_builder(
@@ -218,7 +241,7 @@ def build_index(
         keeper = LexiconKeeper(writer)
         lexicon = previous.lexicon if previous is not None else ()
         for number, batch in enumerate(batches):
-            for result in _run_jobs(batch, processes, inline):
+            for result in _run_jobs(batch, sizes, processes, inline):
                 done_sessions += 1
                 done_bytes += sizes[result.path]
                 report.source_bytes_read += result.source_bytes

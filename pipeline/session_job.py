@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import traceback
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -35,7 +36,15 @@ from stages.tier import HOT
 from store.records import ColdDigest, HotShard, SessionState
 from store.writer import StoreWriter
 
-__all__ = ["Built", "Job", "JobResult", "build_session", "index_session", "read_source"]
+__all__ = [
+    "Built",
+    "Job",
+    "JobResult",
+    "build_session",
+    "index_session",
+    "index_sessions",
+    "read_source",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,6 +108,11 @@ def index_session(job: Job) -> JobResult:
             reason="index_error",
             error=traceback.format_exc(),
         )
+
+
+def index_sessions(jobs: Sequence[Job]) -> list[JobResult]:
+    """``index_session`` for each of *jobs*, in order: one pool message, several sessions."""
+    return [index_session(job) for job in jobs]
 
 
 @dataclass(frozen=True, slots=True)
