@@ -98,9 +98,10 @@ class _Contexts(threading.local):
     def __init__(self) -> None:
         self.compressors: dict[int, zstandard.ZstdCompressor] = {}
         self.decompressor = zstandard.ZstdDecompressor()
-        # The last record encoded and its bytes: callers that size a record before storing it
-        # (the digest stage's cache cap, then the writer) compress it once, not twice.
-        self.last: tuple[Record, bytes] | None = None
+        # The last cold digest encoded and its bytes: the digest stage sizes a digest against
+        # its cache cap, then the writer stores it; it is compressed once, not twice. (Only
+        # digests: they are small, and a long-lived process should not keep a big record.)
+        self.last: tuple[ColdDigest, bytes] | None = None
 
     def compressor(self, level: int) -> zstandard.ZstdCompressor:
         found = self.compressors.get(level)
@@ -130,7 +131,8 @@ def encode(record: Record) -> bytes:
             data = _pack([MAGIC, SCHEMA_VERSION, kind, zbytes, _ZSTD])
     if data is None:
         data = _pack([MAGIC, SCHEMA_VERSION, kind, wire])
-    _CONTEXTS.last = (record, data)
+    if isinstance(record, ColdDigest):
+        _CONTEXTS.last = (record, data)
     return data
 
 

@@ -239,15 +239,26 @@ def test_zlib_envelopes_older_builds_wrote_still_decode() -> None:
 
 
 def test_encoding_an_equal_record_again_gives_the_same_bytes() -> None:
-    # encode() keeps the last record's bytes; an equal but distinct record must not depend on it.
-    a = session_entries(n=400, text="alpha beta gamma " * 30)
-    b = session_entries(n=400, text="alpha beta gamma " * 30)
-    c = session_entries(n=400, text="delta epsilon " * 30)
+    # encode() keeps the last digest's bytes; an equal but distinct record must not depend on it.
+    def digest(word: bytes) -> ColdDigest:
+        base = cold_digest()
+        view = base.views[0]
+        vocab = b"\n".join(word + b"%06d" % i for i in range(5_000))
+        return ColdDigest(
+            base.path, "sid", "pi", "/", HASH, "pol",
+            (type(view)(view.branches, view.lineage_fingerprint, 1, None, None, (), (), 0, vocab,
+                        len(vocab), (), ()),),
+        )  # fmt: skip
+
+    a, b, c = digest(b"alpha"), digest(b"alpha"), digest(b"gamma")
     first = encode(a)
+    assert len(_envelope(first)) == 5
     assert encode(a) is first
     assert encode(b) == first and encode(c) != first
     assert decode(encode(c)) == c
     assert encode(a) == first
+    big = session_entries(n=400, text="alpha beta gamma " * 30)
+    assert encode(big) == encode(big)
 
 
 def test_small_payloads_stay_plain_and_big_digests_compress() -> None:
