@@ -15,21 +15,22 @@ pending sessions (``skipped`` with the budget reason) so readers report coverage
 
 from __future__ import annotations
 
-import functools
-import os
+import contextlib
 import sys
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import structlog
 
 from pipeline.discovery import discover
-from pipeline.lexicon import BucketBuilder, LexiconKeeper, build_bucket
-from pipeline.session_job import Job, JobResult, index_session, index_sessions
+from pipeline.lexicon import LexiconKeeper, bucket_count, bucket_of
+from pipeline.pool import WorkerPool
+from pipeline.session_job import Job
 from stages.policy import Policy
-from stages.tier import assign_tiers
+from stages.tier import HOT, assign_tiers
 from store.config import Config
 from store.errors import SnapshotMissing
 from store.reader import open_snapshot
@@ -112,71 +113,65 @@ def _batches(
         yield batch
 
 
-def _run_jobs(
-    jobs: Sequence[Job], sizes: Mapping[str, int], processes: int | None, inline: bool
-) -> Iterator[JobResult]:
-    if inline or len(jobs) <= 1:
-        yield from map(index_session, jobs)
-        return
-    import multiprocess  # deferred: spawning costs nothing until there is real work
+class _EarlyBuckets:
+    """Lexicon buckets started while the run still indexes other buckets' sessions.
 
-    ctx = multiprocess.get_context("spawn")
-    workers = max(1, min(processes or os.cpu_count() or 1, len(jobs)))
-    with ctx.Pool(workers) as pool:
-        for results in pool.imap_unordered(index_sessions, _units(jobs, sizes, workers)):
-            yield from results
-
-
-# Pool messages per worker, at least: the last one bounds how long a worker runs on alone.
-UNITS_PER_WORKER = 32
-
-
-def _units(jobs: Sequence[Job], sizes: Mapping[str, int], workers: int) -> list[list[Job]]:
-    """*jobs* (biggest first) in runs of consecutive jobs, one pool message each.
-
-    The pool's parent threads wake for every result message, about 0.4 ms of parent CPU each
-    (measured on the size-S bench), taken from the CPUs the workers need; so small sessions go
-    several to a message. A run holds up to 1/``UNITS_PER_WORKER`` of a worker's share of the
-    source bytes: a big session is a message of its own, and no message keeps one worker
-    busy long after the others are done.
+    A session's bucket is fixed by its path, so the cold jobs go bucket by bucket and a
+    bucket is handed to the pool as soon as its last session is indexed; its build then
+    overlaps the indexing of the next ones instead of waiting for the whole run. Only the
+    bucket the publish asks for is used: if failures changed the buckets, the plan simply
+    builds the ones it needs then.
     """
-    cap = max(1, sum(sizes[j.path] for j in jobs) // (workers * UNITS_PER_WORKER))
-    units: list[list[Job]] = []
-    unit: list[Job] = []
-    used = 0
-    for job in jobs:
-        size = sizes[job.path]
-        if unit and used + size > cap:
-            units.append(unit)
-            unit, used = [], 0
-        unit.append(job)
-        used += size
-    if unit:
-        units.append(unit)
-    return units
 
+    def __init__(
+        self,
+        pool: WorkerPool,
+        index_dir: Path,
+        jobs: Sequence[Job],
+        reused: Sequence[SessionState],
+        report: RunReport,
+    ) -> None:
+        self.pool, self.index_dir, self.report = pool, index_dir, report
+        cold_jobs = [j for j in jobs if j.tier != HOT]
+        reused_cold = [s for s in reused if s.tier != HOT]
+        self.count = bucket_count(len(cold_jobs) + len(reused_cold))
+        self.left: dict[int, int] = {}
+        self.names: dict[int, list[str]] = {}
+        for j in cold_jobs:
+            k = bucket_of(j.path, self.count)
+            self.left[k] = self.left.get(k, 0) + 1
+        for st in reused_cold:
+            self.names.setdefault(bucket_of(st.path, self.count), []).append(st.index_record)
+        self.started: dict[tuple[str, ...], Any] = {}
 
-def _bucket_builder(
-    index_dir: Path, processes: int | None, inline: bool, report: RunReport
-) -> BucketBuilder:
-    """Lexicon buckets built side by side in worker processes (a catch-up run builds all)."""
+    def order(self, jobs: list[Job]) -> list[Job]:
+        """Hot jobs first, then the cold ones bucket by bucket (each biggest first)."""
+        return sorted(
+            jobs,
+            key=lambda j: (j.tier != HOT, -1 if j.tier == HOT else bucket_of(j.path, self.count)),
+        )
 
-    def build_all(buckets: list[tuple[str, ...]]) -> list[str]:
-        if inline or len(buckets) <= 1:
-            keeper = LexiconKeeper(StoreWriter(index_dir))
-            names = [keeper.build(b) for b in buckets]
-            report.bytes_written += keeper.writer.bytes_written
-            return names
-        import multiprocess
+    def done(self, job: Job, state: SessionState | None) -> None:
+        if job.tier == HOT:
+            return
+        k = bucket_of(job.path, self.count)
+        if state is not None:
+            self.names.setdefault(k, []).append(state.index_record)
+        self.left[k] -= 1
+        if self.left[k] == 0:
+            bucket = tuple(sorted(self.names.get(k, ())))
+            handle = self.pool.submit_bucket(self.index_dir, bucket) if bucket else None
+            if handle is not None:
+                self.started[bucket] = handle
 
-        ctx = multiprocess.get_context("spawn")
-        workers = max(1, min(processes or os.cpu_count() or 1, len(buckets)))
-        with ctx.Pool(workers) as pool:
-            built = pool.map(functools.partial(build_bucket, str(index_dir)), buckets, chunksize=1)
-        report.bytes_written += sum(n for _, n in built)
-        return [name for name, _ in built]
-
-    return build_all
+    def build(self, buckets: list[tuple[str, ...]]) -> list[str]:
+        rest = [b for b in buckets if b not in self.started]
+        built = dict(zip(rest, self.pool.build_buckets(self.index_dir, rest), strict=True))
+        for b in buckets:
+            if b in self.started:
+                built[b] = self.started.pop(b).get()
+        self.report.bytes_written += sum(built[b][1] for b in buckets)
+        return [built[b][0] for b in buckets]
 
 
 def build_index(
@@ -193,7 +188,7 @@ def build_index(
     writer = StoreWriter(config.index_dir)
     report = RunReport()
     log.info("index.started", index_dir=str(config.index_dir))
-    with writer.lock():
+    with writer.lock(), contextlib.ExitStack() as stack:
         previous, prior = _previous(config.index_dir, fingerprint)
         candidates, problems = discover(config.roots)
         report.eligible = len(candidates) + len(problems)
@@ -240,8 +235,20 @@ def build_index(
         done_sessions = done_bytes = 0
         keeper = LexiconKeeper(writer)
         lexicon = previous.lexicon if previous is not None else ()
+        pool = stack.enter_context(WorkerPool(processes, inline))
+        early = _EarlyBuckets(
+            pool,
+            config.index_dir,
+            jobs if len(batches) == 1 else (),
+            list(current.values()) if len(batches) == 1 else (),
+            report,
+        )
+        by_job = {j.path: j for j in jobs}
         for number, batch in enumerate(batches):
-            for result in _run_jobs(batch, sizes, processes, inline):
+            if len(batches) == 1:
+                batch = early.order(batch)
+            for result in pool.index(batch, sizes):
+                early.done(by_job[result.path], result.state)
                 done_sessions += 1
                 done_bytes += sizes[result.path]
                 report.source_bytes_read += result.source_bytes
@@ -280,7 +287,7 @@ def build_index(
             lexicon = keeper.complete(
                 lexicon,
                 (s for s in current.values() if s.tier != "hot"),
-                _bucket_builder(config.index_dir, processes, inline, report),
+                early.build,
             )
             manifest = Manifest(
                 generation=generation,

@@ -2,7 +2,7 @@
 
 ::
 
-    cold digest names ─► buckets (a hash of the name; ~BUCKET_DIGESTS digests per bucket)
+    cold sessions ─► buckets (a hash of the path; ~BUCKET_DIGESTS sessions per bucket)
         a segment over exactly that bucket exists ─► reuse it
         otherwise ─► build it from the bucket's vocabularies (now, or one per idle step)
     ─► the manifest's ``lexicon``: every bucket's segment, in bucket order
@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
+import blake3
 import structlog
 
 from store.codec import decode
@@ -35,8 +36,9 @@ __all__ = [
     "BackgroundBuilds",
     "LexiconKeeper",
     "LexiconPlan",
-    "build_bucket",
     "bucket_count",
+    "bucket_of",
+    "build_bucket",
     "vocabulary_from_record",
 ]
 
@@ -56,8 +58,12 @@ def bucket_count(digests: int) -> int:
     return count
 
 
-def _bucket(name: str, count: int) -> int:
-    return int(name[:8], 16) % count
+def bucket_of(path: str, count: int) -> int:
+    """The bucket of the session at *path*: fixed by the path, so the indexer knows a
+    session's bucket before indexing it (and can build a bucket as soon as its last
+    session is done)."""
+    digest = blake3.blake3(path.encode("utf-8", "surrogatepass")).digest()
+    return int.from_bytes(digest[:4], "big") % count
 
 
 def vocabulary_from_record(writer: StoreWriter) -> VocabularySource:
@@ -114,11 +120,12 @@ class LexiconKeeper:
 
     def plan(self, known: Iterable[str], cold: Iterable[SessionState]) -> LexiconPlan:
         """The plan for cold sessions *cold*, reusing any of the *known* segments."""
-        names = sorted({s.index_record for s in cold})
+        by_name = {s.index_record: s.path for s in cold}
+        names = sorted(by_name)
         count = bucket_count(len(names))
         buckets: dict[int, list[str]] = {}
         for name in names:
-            buckets.setdefault(_bucket(name, count), []).append(name)
+            buckets.setdefault(bucket_of(by_name[name], count), []).append(name)
         have: dict[tuple[str, ...], str] = {}
         for segment in dict.fromkeys(known):
             digests = self.digests(segment)

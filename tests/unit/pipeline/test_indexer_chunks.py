@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pipeline.indexer import UNITS_PER_WORKER, _units
+from pipeline.pool import UNITS_PER_WORKER, _units
 from pipeline.session_job import Job
 from stages.policy import Policy
 

@@ -101,25 +101,24 @@ def test_segments_answer_for_their_digests(tmp_path: Path) -> None:
 
 
 def test_buckets_built_in_worker_processes_are_the_same_files(tmp_path: Path) -> None:
-    from pipeline.indexer import RunReport, _bucket_builder
+    from pipeline.pool import WorkerPool
 
     numbers = list(range(3 * BUCKET_DIGESTS))
-    serial = keeper(tmp_path / "serial").complete((), cold(numbers))
-    writer = StoreWriter(tmp_path / "parallel")
+    writer = StoreWriter(tmp_path / "index")
     # the worker processes read the vocabularies back from the digest records
     states = [
         state(f"/s/{i}.jsonl", n, "e" * 64 + ".entries", tier="cold")
         for i, n in ((i, writer.put(_digest(i))[0]) for i in numbers)
     ]
-    report = RunReport()
-    parallel = LexiconKeeper(writer).complete(
-        (), states, _bucket_builder(tmp_path / "parallel", 2, False, report)
-    )
-    inline = LexiconKeeper(StoreWriter(tmp_path / "inline")).complete(
-        (), states, _bucket_builder(tmp_path / "parallel", 2, True, RunReport())
-    )
-    assert parallel == inline and len(parallel) == len(serial) == 4
-    assert report.bytes_written > 0
+    buckets = list(LexiconKeeper(writer).plan((), states).todo)
+    assert len(buckets) == 4
+    with WorkerPool(2, inline=False) as pool:
+        spawned = pool.build_buckets(tmp_path / "index", buckets)
+    with WorkerPool(2, inline=True) as pool:
+        here = pool.build_buckets(tmp_path / "index", buckets)
+    assert [name for name, _ in spawned] == [name for name, _ in here]
+    assert all(n > 0 for _, n in spawned)  # the spawned ones wrote them first
+    assert LexiconKeeper(writer).complete((), states) == tuple(name for name, _ in here)
 
 
 def _digest(i: int) -> ColdDigest:
