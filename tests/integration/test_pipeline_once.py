@@ -6,6 +6,7 @@ import os
 import shutil
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import orjson
@@ -230,3 +231,26 @@ def test_a_deletion_alone_is_published(pi: PiRoot) -> None:
     assert (report.indexed, report.removed, len(report.generations)) == (0, 1, 1)
     manifest = open_snapshot(config.index_dir).manifest
     assert [Path(s.path).name for s in manifest.sessions] == ["a.jsonl"]
+
+
+def test_a_pooled_build_writes_the_lexicon_an_inline_plan_expects(tmp_path: Path) -> None:
+    from pipeline.lexicon import BUCKET_DIGESTS, LexiconKeeper
+    from store.writer import StoreWriter
+    from tests.helpers import generated
+
+    # more than the inline threshold and more cold sessions than one bucket: the worker
+    # pool indexes and builds buckets as their sessions finish
+    _, config = generated(
+        tmp_path, sessions=BUCKET_DIGESTS + 60, mean_kb=40, seed=9, hot_sessions=4
+    )
+    report = build_index(config, processes=2)
+    assert report.failed == 0
+    manifest = open_snapshot(config.index_dir).manifest
+    cold = [s for s in manifest.sessions if s.tier != "hot"]
+    assert len(manifest.lexicon) == 2 and len(cold) > BUCKET_DIGESTS
+    plan = LexiconKeeper(StoreWriter(config.index_dir)).plan(manifest.lexicon, cold)
+    assert not plan.todo and plan.segments == manifest.lexicon
+    again = tmp_path / "again"
+    other = replace(config, memory=replace(config.memory, index_dir=again))
+    build_index(other, processes=1)  # one worker, another order of work: the same files
+    assert open_snapshot(again).manifest.lexicon == manifest.lexicon
