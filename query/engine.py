@@ -75,7 +75,9 @@ class Engine:
         self.listings = Listings(self.changes)
         self._index_folder = os.path.abspath(self.config.index_dir)
         self._current_file = str(IndexLayout(Path(self._index_folder)).current)
-        self._current_seen: int | None = None  # CURRENT as read while the feed vouched for it
+        # CURRENT as read while the feed vouched for it: (generation, the file's identity)
+        self._current_seen: tuple[int, int, int] | None = None
+        self._loaded: tuple[int, int, int] | None = None  # the CURRENT the generation came from
         self._runner: RegexRunner | None = None
         self._generation: Generation | None = None
         self._lock = threading.Lock()
@@ -96,19 +98,35 @@ class Engine:
             current = self._current()
             if current is None:
                 raise SnapshotMissing(self.config.index_dir)
-            if self._generation is None or self._generation.generation != current:
+            # The file's identity tells a rebuilt index (numbered from 1 again) from the one
+            # loaded.
+            if self._generation is None or self._loaded != current:
                 self._generation = Generation(
                     open_snapshot(self.config.index_dir), previous=self._generation
                 )
+                self._loaded = current
             return self._generation
 
-    def _current(self) -> int | None:
-        """CURRENT's generation; with a feed, read again only once an event named it."""
+    def _current(self) -> tuple[int, int, int] | None:
+        """CURRENT's (generation, inode, mtime_ns); with a feed, read again only once an event
+        named it.
+
+        Every publish replaces CURRENT with a new file, so its identity moves even when a
+        wiped index starts again at the generation number an engine already holds (an inode
+        number alone may be reused by the new file).
+        """
         if self._current_seen is not None:
             return self._current_seen
         changes = self.changes
         vouched = changes is not None and changes.watch(self._index_folder)  # before the read
-        current = read_current(self.config.index_dir)
+        try:
+            st = os.stat(IndexLayout(self.config.index_dir).current)
+        except FileNotFoundError:
+            return None
+        generation = read_current(self.config.index_dir)
+        if generation is None:
+            return None
+        current = (generation, st.st_ino, st.st_mtime_ns)
         if vouched:
             self._current_seen = current
         return current
