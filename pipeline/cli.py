@@ -119,11 +119,14 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
-    if args.command == "generate":
+    given = list(sys.argv[1:] if argv is None else argv)
+    if given[:1] == ["generate"]:
+        # Handed over whole: argparse's REMAINDER refuses a first argument that looks like
+        # an option (``--out``), and the corpus generator has its own parser and help.
         from pipeline.corpus import main as corpus_main
 
-        return corpus_main(list(args.rest))
+        return corpus_main(given[1:])
+    args = _parser().parse_args(given)
     configure_logging(json=True if args.log_json else None, level=30 if args.quiet else 20)
     try:
         config = load_config(args.config)

@@ -20,8 +20,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--out", type=Path, required=True, help="corpus directory (empty or new)")
     parser.add_argument("--sessions", type=int, required=True, help="number of sessions")
-    parser.add_argument("--mean-kb", type=int, required=True, help="mean session size in KB")
-    parser.add_argument("--seed", type=int, required=True, help="seed; same args, same bytes")
+    parser.add_argument(
+        "--mean-kb", type=int, default=128, help="mean session size in KB (default 128)"
+    )
+    parser.add_argument(
+        "--seed", type=int, default=1, help="seed; same args, same bytes (default 1)"
+    )
     parser.add_argument(
         "--agents", default="pi", help="comma-separated subset of pi,claude,codex (default: pi)"
     )

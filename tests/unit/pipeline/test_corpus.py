@@ -531,3 +531,10 @@ def test_terms_never_break_a_codex_exec_envelope(tmp_path: Path) -> None:
         if p.text.startswith("Chunk ID:"):
             header, _, _ = p.text.partition("Output:\n")
             assert p.term not in header, p.text[:200]
+
+
+def test_pipeline_generate_hands_its_options_to_the_generator(tmp_path: Path) -> None:
+    from pipeline.cli import main
+
+    assert main(["generate", "--out", str(tmp_path / "c"), "--sessions", "3"]) == 0
+    assert len(list((tmp_path / "c").rglob("*.jsonl"))) >= 3
