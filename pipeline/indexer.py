@@ -152,9 +152,9 @@ class _EarlyBuckets:
         )
 
     def done(self, job: Job, state: SessionState | None) -> None:
-        if job.tier == HOT:
-            return
         k = bucket_of(job.path, self.count)
+        if job.tier == HOT or k not in self.left:
+            return  # hot, or a run of several batches: buckets are built at each publish
         if state is not None:
             self.names.setdefault(k, []).append(state.index_record)
         self.left[k] -= 1

@@ -254,3 +254,16 @@ def test_a_pooled_build_writes_the_lexicon_an_inline_plan_expects(tmp_path: Path
     other = replace(config, memory=replace(config.memory, index_dir=again))
     build_index(other, processes=1)  # one worker, another order of work: the same files
     assert open_snapshot(again).manifest.lexicon == manifest.lexicon
+
+
+def test_a_pooled_build_in_several_batches_publishes_each_with_its_lexicon(
+    tmp_path: Path,
+) -> None:
+    from tests.helpers import generated
+
+    _, config = generated(tmp_path, sessions=120, mean_kb=80, seed=4, hot_sessions=4)
+    small = replace(config, memory=replace(config.memory, max_sync_source_bytes=4 * 1024 * 1024))
+    report = build_index(small, processes=2)
+    assert report.failed == 0 and len(report.generations) > 1
+    manifest = open_snapshot(config.index_dir).manifest
+    assert manifest.lexicon and not manifest.reasons
