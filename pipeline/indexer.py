@@ -284,11 +284,14 @@ def build_index(
                         pending_skips[j.path] = SkippedFile(j.path, j.agent, reason)
             generation = writer.current_generation() + 1
             before = writer.bytes_written
-            lexicon = keeper.complete(
-                lexicon,
-                (s for s in current.values() if s.tier != "hot"),
-                early.build,
-            )
+            cold = [s for s in current.values() if s.tier != "hot"]
+            if pending:
+                # More batches follow and will change the buckets again: publish what is
+                # built (a digest no segment covers answers from its own vocabulary) and
+                # build the lexicon once, with the last batch.
+                lexicon = keeper.plan(lexicon, cold).segments
+            else:
+                lexicon = keeper.complete(lexicon, cold, early.build)
             manifest = Manifest(
                 generation=generation,
                 created_ns=now_ns(),

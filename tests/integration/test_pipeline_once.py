@@ -267,3 +267,9 @@ def test_a_pooled_build_in_several_batches_publishes_each_with_its_lexicon(
     assert report.failed == 0 and len(report.generations) > 1
     manifest = open_snapshot(config.index_dir).manifest
     assert manifest.lexicon and not manifest.reasons
+    cold = [s for s in manifest.sessions if s.tier != "hot"]
+    from pipeline.lexicon import LexiconKeeper
+    from store.writer import StoreWriter
+
+    plan = LexiconKeeper(StoreWriter(config.index_dir)).plan(manifest.lexicon, cold)
+    assert not plan.todo and plan.segments == manifest.lexicon  # built once, complete
