@@ -61,7 +61,9 @@ _LEVEL: Final = 3
 # Largest ordinal that fits beside the two flag bits of a u32 posting.
 MAX_DIGESTS: Final = (1 << 30) - 1
 _LITTLE: Final = sys.byteorder == "little"
-_CACHED_BLOCKS: Final = 256
+# Decoded blocks kept per segment: a lookup of a common term hits them again, a one-off does
+# not; a cold tier of many segments multiplies this, so it stays small.
+_CACHED_BLOCKS: Final = 16
 
 
 @dataclass(frozen=True, slots=True)
