@@ -17,6 +17,7 @@ invalidated — a new generation simply gets a new ``Generation``.
 
 from __future__ import annotations
 
+import bisect
 import os
 from array import array
 from collections import OrderedDict
@@ -316,6 +317,30 @@ class ColdSession:
 # ------------------------------------------------------------------------------- generation
 
 
+# Moved sessions past which re-sorting everything is cheaper than patching the order.
+_PATCH_LIMIT: Final = 256
+
+
+def _patched_order(
+    previous: tuple[list[tuple[int, bytes]], list[SessionState]] | None,
+    moved: Sequence[SessionState],
+    old: Mapping[str, SessionState],
+) -> tuple[list[tuple[int, bytes]], list[SessionState]] | None:
+    """The previous newest-first order with each moved session taken out at its old place
+    and put in at its new one (an append moves a session to the front), or None."""
+    if previous is None or len(moved) > _PATCH_LIMIT:
+        return None
+    keys, states = list(previous[0]), list(previous[1])
+    for s in moved:
+        i = bisect.bisect_left(keys, order_key(old[s.path]))
+        del keys[i], states[i]
+        key = order_key(s)
+        j = bisect.bisect_left(keys, key)
+        keys.insert(j, key)
+        states.insert(j, s)
+    return keys, states
+
+
 class Generation:
     """The query side's view of one published generation (see the module docstring)."""
 
@@ -326,14 +351,12 @@ class Generation:
         self.sessions: tuple[SessionState, ...] = self.manifest.sessions
         self.by_path: dict[str, SessionState] = {s.path: s for s in self.sessions}
         self.skipped: dict[str, SkippedFile] = {s.path: s for s in self.manifest.skipped}
-        self.by_id: dict[str, list[SessionState]] = {}
-        self.by_stem: dict[str, list[SessionState]] = {}
-        self.by_cwd: dict[str, list[SessionState]] = {}
-        for s in sorted(self.sessions, key=order_key):
-            self.by_id.setdefault(s.session_id, []).append(s)
-            stem = os.path.basename(s.path).removesuffix(".jsonl")
-            self.by_stem.setdefault(stem, []).append(s)
-            self.by_cwd.setdefault(os.path.normpath(s.cwd) if s.cwd else "", []).append(s)
+        # Shared by generations with the same indexed and skipped paths (appends only), so
+        # what depends on the paths alone (unindexed files in a scope) carries over.
+        self.paths_token = object()
+        # every session newest first, with its order key: built once, patched when carried
+        self._order: tuple[list[tuple[int, bytes]], list[SessionState]] | None = None
+        self._lookup: tuple[dict[str, list[SessionState]], ...] | None = None
         self._real: dict[str, SessionState] | None = None
         self._ordered: dict[str | None, tuple[SessionState, ...]] = {}
         self._hot: dict[str, HotIndex] = {}
@@ -369,6 +392,12 @@ class Generation:
         """
         self.ids = previous.ids  # cold columns hold ids of this interner
         by_path = self.by_path
+        moved: list[SessionState] | None = None
+        if by_path.keys() == previous.by_path.keys() and self.skipped == previous.skipped:
+            self.paths_token = previous.paths_token
+            old = previous.by_path
+            moved = [s for s in self.sessions if old[s.path] is not s]
+            self._order = _patched_order(previous._order, moved, old)
 
         def same(path: str, state: SessionState) -> bool:
             now = by_path.get(path)
@@ -392,7 +421,15 @@ class Generation:
         for key, value in previous._entries.items():
             if same(key[0], value[0]):
                 self._entries[key] = value
-        unchanged_cold = self._cold_key() == previous._cold_key()
+        if moved is not None:
+            old = previous.by_path
+            unchanged_cold = all(s.tier == "hot" and old[s.path].tier == "hot" for s in moved)
+        else:
+            unchanged_cold = self._cold_key() == previous._cold_key()
+        if unchanged_cold and previous.manifest.lexicon == self.manifest.lexicon:
+            # same cold views and coverage: the lexicon and the last scope's views hold
+            self._lexicon, self._lexicon_read = previous._lexicon, previous._lexicon_read
+            self._views, self._places = dict(previous._views), previous._places
         for branches, (index, numbers) in previous._terms.items():
             if unchanged_cold:
                 self._terms[branches] = (index, numbers)
@@ -422,17 +459,47 @@ class Generation:
     def roots(self) -> list[Path]:
         return [Path(r) for r in self.manifest.roots.values()]
 
+    def _newest_first(self) -> list[SessionState]:
+        if self._order is None:
+            states = sorted(self.sessions, key=order_key)
+            self._order = ([order_key(s) for s in states], states)
+        return self._order[1]
+
     def ordered(self, agent: str | None = None) -> tuple[SessionState, ...]:
         """Every session of *agent* (or all), newest first then by path; sorted once."""
         found = self._ordered.get(agent)
         if found is None:
+            every = self._newest_first()
             found = self._ordered[agent] = tuple(
-                sorted(
-                    (s for s in self.sessions if agent is None or s.agent == agent),
-                    key=order_key,
-                )
+                every if agent is None else (s for s in every if s.agent == agent)
             )
         return found
+
+    def _lookups_by(self) -> tuple[dict[str, list[SessionState]], ...]:
+        """Sessions by id, by file stem and by working folder, each list newest first."""
+        if self._lookup is None:
+            by_id: dict[str, list[SessionState]] = {}
+            by_stem: dict[str, list[SessionState]] = {}
+            by_cwd: dict[str, list[SessionState]] = {}
+            for s in self._newest_first():
+                by_id.setdefault(s.session_id, []).append(s)
+                stem = os.path.basename(s.path).removesuffix(".jsonl")
+                by_stem.setdefault(stem, []).append(s)
+                by_cwd.setdefault(os.path.normpath(s.cwd) if s.cwd else "", []).append(s)
+            self._lookup = (by_id, by_stem, by_cwd)
+        return self._lookup
+
+    @property
+    def by_id(self) -> dict[str, list[SessionState]]:
+        return self._lookups_by()[0]
+
+    @property
+    def by_stem(self) -> dict[str, list[SessionState]]:
+        return self._lookups_by()[1]
+
+    @property
+    def by_cwd(self) -> dict[str, list[SessionState]]:
+        return self._lookups_by()[2]
 
     # -- record loading ---------------------------------------------------------------------
 
@@ -519,7 +586,9 @@ class Generation:
         """The cold views of *states*; a long-lived engine asked for the very same (memoized)
         scope again gets the same tuple without visiting every session."""
         hit = self._views.get(branches)
-        if hit is not None and hit[0] is states:
+        # a carried memo holds the previous generation's list: equal element by element
+        # (identity first) when the scope's cold sessions did not move
+        if hit is not None and (hit[0] is states or hit[0] == states):
             return hit[1]
         out = tuple(self.cold(s, branches) for s in states)
         self._views[branches] = (states, out)

@@ -299,7 +299,7 @@ class Listings:
         self._changes = changes
         self._cache: dict[str, _Listing] = {}
         self.epoch = 0
-        self._unseen: dict[tuple[object, ...], tuple[Generation, int, list[Unindexed]]] = {}
+        self._unseen: dict[tuple[object, ...], tuple[object, int, list[Unindexed]]] = {}
 
     def sync(self, batch: Batch) -> None:
         if batch.empty or not self._cache:
@@ -364,14 +364,15 @@ class Listings:
             return _unseen(gen, folders, recursive=recursive, listings=self)
         key = (tuple(folders), recursive)
         hit = self._unseen.get(key)
-        if hit is not None and hit[0] is gen and hit[1] == self.epoch:
+        # what is unseen depends on the generation's paths only: same token, same answer
+        if hit is not None and hit[0] is gen.paths_token and hit[1] == self.epoch:
             return hit[2]
         epoch = self.epoch
         out = _unseen(gen, folders, recursive=recursive, listings=self)
         if epoch == self.epoch:
             if len(self._unseen) >= 16:
                 self._unseen.clear()
-            self._unseen[key] = (gen, epoch, out)
+            self._unseen[key] = (gen.paths_token, epoch, out)
         return out
 
 
