@@ -4,6 +4,14 @@
   (and, for an entry hit, its own entry) at rank 1.
 * ``off_branch_hidden``: a term planted only on an abandoned branch has no hit by default.
 * ``negative_zero``: a negative control has zero hits and complete coverage.
+
+Two limits of the spec make a global answer honestly incomplete rather than wrong: a cold
+session whose vocabulary passed ``maxColdVocabularyBytes`` (or its digest
+``maxColdCacheBytes``) keeps only part of its terms, and the answer names that reason. A
+planted term missed globally is *excused* only when the answer names such a cut and the
+term is found at rank 1 by a recall scoped to its own session (so the index does hold it);
+a negative control's incomplete coverage is excused only when those cuts are its only
+reasons. Excused cases are counted in the result, never silently dropped.
 * ``structural_truth``: failed tool results, per session, equal the generator's list of the
   tool errors it wrote plus those the bench counts itself in Claude subagent transcripts
   (which the manifest does not list); ``branches: all`` so no lineage rule is involved.
@@ -36,24 +44,46 @@ def _expected_session(p: dict[str, Any]) -> str:
     return f"{p['agent']}:{p['session_id']}"
 
 
-def _planted(ask: Ask, manifest: dict[str, Any]) -> dict[str, Any]:
+CUT_REASONS = frozenset({"max_cold_vocabulary_bytes", "max_cold_cache_bytes"})
+
+
+def _hit1(r: dict[str, Any], p: dict[str, Any]) -> bool:
+    top = r["hits"][0] if r["hits"] else None
+    ok = top is not None and top["sessionId"] == _expected_session(p)
+    if ok and top is not None and top["kind"] == "entry":
+        # The entry holding the term: its id, or (where a normalized entry merges several
+        # lines, as Claude's split replies do) its snippet shows the unique term.
+        ok = top["entryId"] == _entry_key(p) or p["term"] in top["snippet"].lower()
+    return ok
+
+
+def _planted(ask: Ask, manifest: dict[str, Any], corpus: Path) -> dict[str, Any]:
     misses = []
+    excused = []
     for p in manifest["planted"]:
         r = ask({"op": "recall", "args": {"query": p["term"], "scope": "global"}})
-        top = r["hits"][0] if r["hits"] else None
-        ok = top is not None and top["sessionId"] == _expected_session(p)
-        if ok and top is not None and top["kind"] == "entry":
-            # The entry holding the term: its id, or (where a normalized entry merges several
-            # lines, as Claude's split replies do) its snippet shows the unique term.
-            ok = top["entryId"] == _entry_key(p) or p["term"] in top["snippet"].lower()
-        if not ok:
-            misses.append({"term": p["term"], "file": p["file"], "top": top, "total": r["total"]})
+        if _hit1(r, p):
+            continue
+        miss = {"term": p["term"], "file": p["file"], "top": r["hits"][:1], "total": r["total"]}
+        if CUT_REASONS & set(r["reasons"]):
+            own = ask(
+                {
+                    "op": "recall",
+                    "args": {"query": p["term"], "scope": f"session:{corpus / p['file']}"},
+                }
+            )
+            if _hit1(own, p):
+                excused.append({**miss, "reasons": r["reasons"]})
+                continue
+        misses.append(miss)
     n = len(manifest["planted"])
     return {
         "ok": not misses and n > 0,
-        "value": (n - len(misses)) / n if n else 0.0,
+        "value": (n - len(misses) - len(excused)) / n if n else 0.0,
         "n": n,
+        "excused": len(excused),
         "misses": misses[:10],
+        "excused_examples": excused[:3],
     }
 
 
@@ -68,11 +98,15 @@ def _off_branch(ask: Ask, manifest: dict[str, Any]) -> dict[str, Any]:
 
 def _negative(ask: Ask, manifest: dict[str, Any]) -> dict[str, Any]:
     bad = []
+    excused = 0
     for term in manifest["negative_controls"]:
         r = ask({"op": "recall", "args": {"query": term, "scope": "global"}})
-        if r["total"] or not r["complete"]:
+        if not r["total"] and not r["complete"] and set(r["reasons"]) <= CUT_REASONS:
+            excused += 1  # zero hits; the absence cannot be proven past a vocabulary cut
+        elif r["total"] or not r["complete"]:
             bad.append({"term": term, "total": r["total"], "reasons": r["reasons"]})
-    return {"ok": not bad, "n": len(manifest["negative_controls"]), "bad": bad}
+    n = len(manifest["negative_controls"])
+    return {"ok": not bad, "n": n, "excused": excused, "bad": bad}
 
 
 def _subagent_errors(corpus: Path, manifest: dict[str, Any]) -> dict[str, int]:
@@ -160,7 +194,7 @@ def run_quality(
             for key in ("planted", "off_branch")
         }
     out = {
-        "planted_hit1": _planted(ask, terms),
+        "planted_hit1": _planted(ask, terms, corpus),
         "off_branch_hidden": _off_branch(ask, terms),
         "negative_zero": _negative(ask, manifest),
         "structural_truth": _structural(ask, corpus, manifest),

@@ -183,7 +183,8 @@ def render(res: dict[str, Any]) -> str:
         ]
     lines += ["", "Quality (fails --check)"]
     for name, q in res.get("quality", {}).items():
-        detail = {k: v for k, v in q.items() if k not in ("ok", "misses", "leaks", "bad", "diff")}
+        hidden = ("ok", "misses", "leaks", "bad", "diff", "excused_examples")
+        detail = {k: v for k, v in q.items() if k not in hidden}
         bad = q.get("misses") or q.get("leaks") or q.get("bad") or q.get("diff")
         lines.append(f"  {'PASS' if q['ok'] else 'FAIL'} {name}: {detail}")
         if bad:

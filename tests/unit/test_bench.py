@@ -12,6 +12,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -128,3 +129,36 @@ def test_bench_runs_end_to_end_on_a_tiny_corpus(tmp_path: Path) -> None:
     assert "rg skipped: --no-rg" in result["notes"]
     assert {t["name"] for t in result["targets"]} >= {"build_vs_fts5", "noop_bytes"}
     assert "Quality (fails --check)" in proc.stdout
+
+
+def test_a_miss_is_excused_only_past_a_vocabulary_cut_the_index_can_still_find() -> None:
+    from bench_lib.quality import _negative, _planted
+
+    planted = {
+        "term": "qjx",
+        "file": "pi/a.jsonl",
+        "agent": "pi",
+        "session_id": "s",
+        "entry_id": "e",
+    }
+    hit = {"kind": "entry", "sessionId": "pi:s", "entryId": "e", "snippet": "qjx"}
+
+    def answers(global_reasons: list[str], own_hits: list[dict]) -> Any:
+        def ask(req: dict) -> dict:
+            scope = req["args"]["scope"]
+            if scope == "global":
+                return {"hits": [], "total": 0, "reasons": global_reasons, "complete": False}
+            return {"hits": own_hits, "total": len(own_hits), "reasons": [], "complete": True}
+
+        return ask
+
+    corpus = Path("/c")
+    cut = _planted(answers(["max_cold_vocabulary_bytes"], [hit]), {"planted": [planted]}, corpus)
+    assert cut["ok"] and cut["excused"] == 1 and cut["value"] == 0.0
+    lost = _planted(answers(["max_cold_vocabulary_bytes"], []), {"planted": [planted]}, corpus)
+    assert not lost["ok"]  # the index cannot find it even in its own session: a real miss
+    plain = _planted(answers([], [hit]), {"planted": [planted]}, corpus)
+    assert not plain["ok"]  # no cut named: nothing excuses it
+    neg = {"negative_controls": ["qjn"]}
+    assert _negative(answers(["max_cold_vocabulary_bytes"], []), neg)["ok"]
+    assert not _negative(answers(["stale_session"], []), neg)["ok"]
