@@ -27,7 +27,7 @@ import structlog
 
 from store.codec import decode
 from store.errors import CorruptRecord
-from store.lexicon import DigestVocabulary, MappedLexicon, encode_lexicon
+from store.lexicon import DigestVocabulary, LexiconSegment, encode_lexicon
 from store.records import ColdDigest, SessionState
 from store.writer import StoreWriter
 
@@ -110,12 +110,12 @@ class LexiconKeeper:
         found = self._digests.get(segment)
         if found is None:
             try:
-                mapped = MappedLexicon(self.writer.layout.record_path(segment))
+                segment_file = LexiconSegment(self.writer.layout.record_path(segment))
             except (OSError, CorruptRecord) as exc:
                 log.warning("lexicon.unreadable", segment=segment, error=str(exc))
                 return None
-            found = self._digests[segment] = mapped.digests
-            mapped.close()
+            found = self._digests[segment] = segment_file.digests
+            segment_file.close()
         return found
 
     def plan(self, known: Iterable[str], cold: Iterable[SessionState]) -> LexiconPlan:

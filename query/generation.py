@@ -30,7 +30,7 @@ from query.lexicon import ColdLexicon
 from query.postings import shift_pairs
 from query.vocabulary import TermIndex
 from store.errors import CorruptRecord, SchemaVersionError
-from store.lexicon import MappedLexicon
+from store.lexicon import LexiconSegment
 from store.reader import Snapshot
 from store.records import (
     Address,
@@ -367,7 +367,7 @@ class Generation:
         self._bases: dict[str, HotShard] = {}
         self._cold: dict[tuple[str, str], ColdSession] = {}
         self._terms: dict[str, tuple[TermIndex, dict[str, int]]] = {}
-        self._segments: dict[str, MappedLexicon] = {}
+        self._segments: dict[str, LexiconSegment] = {}
         # the last scope's cold views per branch mode, by the identity of its state list
         self._views: dict[str, tuple[Sequence[SessionState], tuple[ColdSession, ...]]] = {}
         self._places: tuple[tuple[ColdSession, ...], dict[str, int], list[int]] | None = None
@@ -615,13 +615,13 @@ class Generation:
         names = self.manifest.lexicon
         if not names:
             return None
-        segments: list[MappedLexicon] = []
+        segments: list[LexiconSegment] = []
         for name in names:
             found = self._segments.get(name)
             if found is None:
                 try:
                     path = self.snapshot.layout.record_path(name)
-                    found = self._segments[name] = MappedLexicon(path)
+                    found = self._segments[name] = LexiconSegment(path)
                 except (CorruptRecord, OSError, ValueError):
                     return None
             segments.append(found)

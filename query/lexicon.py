@@ -3,14 +3,14 @@
 The pipeline keeps a few segments (``store.lexicon``) covering every cold digest of the
 generation it publishes; a segment may still name digests that are no longer cold (they
 are skipped here: the set of live names decides), and a digest named by two segments
-counts once. Lookups read the memory-mapped segments in place.
+counts once. Lookups read the segments in place, a block at a time.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from store.lexicon import IN_ACTIVE, IN_ALL, MappedLexicon
+from store.lexicon import IN_ACTIVE, IN_ALL, LexiconSegment
 
 __all__ = ["ColdLexicon", "flag_of"]
 
@@ -24,7 +24,7 @@ class ColdLexicon:
 
     __slots__ = ("covered", "segments")
 
-    def __init__(self, segments: Sequence[MappedLexicon], live: set[str]) -> None:
+    def __init__(self, segments: Sequence[LexiconSegment], live: set[str]) -> None:
         self.segments = tuple(segments)
         self.covered: set[str] = set()
         for seg in self.segments:

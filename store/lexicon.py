@@ -14,8 +14,8 @@ digests once, when the pipeline publishes them, into a sorted term table cut in 
             a posting is digest ordinal << 2 | IN_ACTIVE | IN_ALL, ascending per term
 
 Integers in the byte arrays are little-endian; terms sort by their UTF-8 bytes and never
-contain ``\\n``. ``MappedLexicon`` memory-maps the file and decompresses only the block a
-lookup lands in, so a lookup touches a few pages and the process holds the block index
+contain ``\\n``. ``LexiconSegment`` reads only the block a lookup lands in and decompresses
+it, so a lookup touches a few pages and the process holds the block index
 (a bytes object per block) instead of a Python object per term. Segments are immutable
 records named by content like every other record; a manifest lists the ones it uses.
 """
@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import bisect
 import itertools
-import mmap
 import os
 import sys
 from array import array
@@ -45,7 +44,7 @@ __all__ = [
     "LEXICON_KIND",
     "LEXICON_VERSION",
     "DigestVocabulary",
-    "MappedLexicon",
+    "LexiconSegment",
     "encode_lexicon",
 ]
 
@@ -192,25 +191,25 @@ def encode_lexicon(digests: Sequence[DigestVocabulary]) -> bytes:
 
 
 class _Reader:
-    """A file-like view of an mmap for msgpack.Unpacker (it reads the header only)."""
+    """A file-like view of a descriptor for msgpack.Unpacker (it reads the header only)."""
 
-    def __init__(self, mm: mmap.mmap) -> None:
-        self._mm = mm
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
         self._at = 0
 
     def read(self, n: int = -1) -> bytes:
-        end = len(self._mm) if n < 0 else min(len(self._mm), self._at + n)
-        out = self._mm[self._at : end]
-        self._at = end
+        out = os.pread(self._fd, n if n >= 0 else 1 << 30, self._at)
+        self._at += len(out)
         return out
 
 
-def _bin_span(mm: mmap.mmap, at: int, path: Path) -> tuple[int, int]:
+def _bin_span(fd: int, at: int, path: Path) -> tuple[int, int]:
     """(start, length) of the msgpack bin object at *at*."""
-    width = {0xC4: 1, 0xC5: 2, 0xC6: 4}.get(mm[at] if at < len(mm) else -1)
-    if width is None:
+    head = os.pread(fd, 5, at)
+    width = {0xC4: 1, 0xC5: 2, 0xC6: 4}.get(head[0] if head else -1)
+    if width is None or len(head) < 1 + width:
         raise CorruptRecord(path, "lexicon body is not a msgpack bin")
-    return at + 1 + width, int.from_bytes(mm[at + 1 : at + 1 + width], "big")
+    return at + 1 + width, int.from_bytes(head[1 : 1 + width], "big")
 
 
 @dataclass(frozen=True, slots=True)
@@ -220,16 +219,18 @@ class _Block:
     postings: array[int]
 
 
-class MappedLexicon:
-    """One lexicon segment, memory-mapped; a lookup decompresses the block it lands in."""
+class LexiconSegment:
+    """One lexicon segment, read in place: a lookup reads and decompresses the one block it
+    lands in (``pread``; the file is not mapped, so its pages stay the kernel's cache, not
+    this process's memory)."""
 
     __slots__ = (
         "_base",
         "_blocks",
         "_cache",
         "_decompressor",
+        "_fd",
         "_first",
-        "_mm",
         "_offsets",
         "digests",
         "nbytes",
@@ -240,17 +241,20 @@ class MappedLexicon:
 
     def __init__(self, path: Path) -> None:
         self.path = path
+        self._fd = -1
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
         try:
-            self.nbytes = os.fstat(fd).st_size
-            if self.nbytes == 0:
-                raise CorruptRecord(path, "empty lexicon record")
-            self._mm = mmap.mmap(fd, 0, access=mmap.ACCESS_READ)
-        finally:
+            self._open(fd, path)
+        except BaseException:
             os.close(fd)
-        unpacker = msgpack.Unpacker(
-            _Reader(self._mm), read_size=1 << 16, raw=False, strict_map_key=False
-        )
+            raise
+        self._fd = fd
+
+    def _open(self, fd: int, path: Path) -> None:
+        self.nbytes = os.fstat(fd).st_size
+        if self.nbytes == 0:
+            raise CorruptRecord(path, "empty lexicon record")
+        unpacker = msgpack.Unpacker(_Reader(fd), read_size=1 << 16, raw=False, strict_map_key=False)
         try:
             size = unpacker.read_array_header()
             magic, version, kind = unpacker.unpack(), unpacker.unpack(), unpacker.unpack()
@@ -264,7 +268,7 @@ class MappedLexicon:
             raise CorruptRecord(path, f"lexicon version {version!r}, not {LEXICON_VERSION}")
         if not isinstance(header, dict):
             raise CorruptRecord(path, "lexicon header is not a map")
-        start, length = _bin_span(self._mm, at, path)
+        start, length = _bin_span(fd, at, path)
         try:
             digests = header["digests"]
             self.terms = int(header["terms"])
@@ -297,7 +301,10 @@ class MappedLexicon:
         if found is not None:
             self._cache.move_to_end(k)
             return found
-        data = self._mm[self._base + self._offsets[k] : self._base + self._offsets[k + 1]]
+        size = self._offsets[k + 1] - self._offsets[k]
+        data = os.pread(self._fd, size, self._base + self._offsets[k])
+        if len(data) != size:
+            raise CorruptRecord(self.path, f"lexicon block {k} is cut short")
         try:
             raw = self._decompressor.decompress(data)
             terms_blob, counts_b, postings_b = msgpack.unpackb(raw, raw=True)
@@ -349,4 +356,10 @@ class MappedLexicon:
 
     def close(self) -> None:
         self._cache.clear()
-        self._mm.close()
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+    def __del__(self) -> None:
+        if getattr(self, "_fd", -1) >= 0:
+            os.close(self._fd)

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pipeline.lexicon import BUCKET_DIGESTS, LexiconKeeper, bucket_count
-from store.lexicon import IN_ACTIVE, DigestVocabulary, MappedLexicon
+from store.lexicon import IN_ACTIVE, DigestVocabulary, LexiconSegment
 from store.records import ColdDigest, SessionState
 from store.writer import StoreWriter
 from tests.unit.store.factories import state
@@ -91,7 +91,7 @@ def test_segments_answer_for_their_digests(tmp_path: Path) -> None:
     writer = StoreWriter(tmp_path)
     holders: set[str] = set()
     for s in segments:
-        lex = MappedLexicon(writer.layout.record_path(s))
+        lex = LexiconSegment(writer.layout.record_path(s))
         holders |= {lex.digests[i] for i in lex.holders(b"common", IN_ACTIVE)}
         own = name(numbers[0])
         if own in lex.digests:

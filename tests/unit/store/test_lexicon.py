@@ -16,7 +16,7 @@ from store.lexicon import (
     IN_ALL,
     LEXICON_VERSION,
     DigestVocabulary,
-    MappedLexicon,
+    LexiconSegment,
     encode_lexicon,
 )
 
@@ -74,7 +74,7 @@ def test_holders_equal_a_scan_of_every_vocabulary(
     tmp = tmp_path_factory.mktemp("lex")
     data = encode_lexicon(ds)
     assert encode_lexicon(ds) == data  # deterministic: records are named by content
-    lex = MappedLexicon(write(tmp, data))
+    lex = LexiconSegment(write(tmp, data))
     assert lex.digests == tuple(d.name for d in ds)
     every_term: set[bytes] = set()
     for d in ds:
@@ -97,7 +97,7 @@ def test_many_blocks_and_a_term_on_every_block_edge(tmp_path: Path) -> None:
         DigestVocabulary("b" * 64 + ".digest", b"\n".join(vocab[1::2])),
         DigestVocabulary("c" * 64 + ".digest", b"\n".join(vocab)),
     ]
-    lex = MappedLexicon(write(tmp_path, encode_lexicon(ds)))
+    lex = LexiconSegment(write(tmp_path, encode_lexicon(ds)))
     for i, term in enumerate(vocab):
         assert lex.holders(term, IN_ACTIVE) == [i % 2, 2]
     assert lex.holders(b"t", IN_ACTIVE) == []
@@ -105,7 +105,7 @@ def test_many_blocks_and_a_term_on_every_block_edge(tmp_path: Path) -> None:
 
 
 def test_an_empty_lexicon_answers_nothing(tmp_path: Path) -> None:
-    lex = MappedLexicon(write(tmp_path, encode_lexicon([])))
+    lex = LexiconSegment(write(tmp_path, encode_lexicon([])))
     assert lex.digests == () and lex.holders(b"x", IN_ACTIVE) == []
     assert list(lex.iter_terms()) == []
 
@@ -132,5 +132,5 @@ def test_damaged_segments_are_refused_not_misread(tmp_path: Path) -> None:
     for n, bad in enumerate(_damaged(data)):
         path = write(tmp_path, bad, f"bad{n}.lexicon")
         with pytest.raises(CorruptRecord):
-            lex = MappedLexicon(path)
+            lex = LexiconSegment(path)
             lex.holders(b"beta", IN_ACTIVE)  # a damaged block shows when it is read
