@@ -86,3 +86,14 @@ def follow_all(kit: Kit, page: dict[str, Any], cwd: str = CWD) -> list[dict[str,
         page = kit.call(page["next"], cwd=cwd)
         pages.append(page)
     return pages
+
+
+def has_inotify() -> bool:
+    """Whether this machine gives the query side an inotify change feed (tests skip if not)."""
+    from query.changes import Changes
+
+    feed = Changes.open()
+    if feed is None:
+        return False
+    feed.close()
+    return True

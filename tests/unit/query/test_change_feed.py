@@ -22,21 +22,14 @@ from query.changes import IN_Q_OVERFLOW, Changes, encode_event
 from query.engine import Engine
 from query.freshness import Freshness
 from tests.helpers import PiRoot, assistant, header, jsonl, user
+from tests.unit.query.kit import has_inotify
 
 T0 = 1_700_000_000_000
 CWD = "/work/proj"
 OTHER = "/work/other"
 
 
-def _has_inotify() -> bool:
-    feed = Changes.open()
-    if feed is None:
-        return False
-    feed.close()
-    return True
-
-
-pytestmark = pytest.mark.skipif(not _has_inotify(), reason="inotify is not available here")
+pytestmark = pytest.mark.skipif(not has_inotify(), reason="inotify is not available here")
 
 
 def chat(sid: str, word: str, cwd: str = CWD) -> list[dict[str, Any]]:

@@ -6,22 +6,14 @@ from pathlib import Path
 
 import pytest
 
-from query.changes import Changes
 from query.mcp import _live_backend
 from query.server import QueryServer
 from query.transport import Backend
 from tests.helpers import PiRoot
+from tests.unit.query.kit import has_inotify
 
 
-def _has_inotify() -> bool:
-    feed = Changes.open()
-    if feed is None:
-        return False
-    feed.close()
-    return True
-
-
-@pytest.mark.skipif(not _has_inotify(), reason="inotify is not available here")
+@pytest.mark.skipif(not has_inotify(), reason="inotify is not available here")
 def test_serve_and_mcp_engines_have_a_feed_and_the_cli_backend_does_not(tmp_path: Path) -> None:
     config = PiRoot(tmp_path).write_config()
     server = QueryServer(config)
