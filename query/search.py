@@ -399,7 +399,9 @@ def _cold_terms(
             own = _has_terms(eligible[p][0], encoded, result)
             if own:
                 bits[p] = sum(1 << i for i in own)
-        masks = [(eligible[p][0], bits[p], 0) for p in sorted(bits)]
+        views = eligible.views
+        order = sorted(p for p, m in bits.items() if m == full) if match_all else sorted(bits)
+        masks = [(views[p], bits[p], 0) for p in order]
     else:
         # A digest outside every holder set is skipped with one set probe, so a rare term
         # costs a dict lookup per digest in scope instead of one per (digest, term).
