@@ -329,14 +329,8 @@ def _extend_tail(
         )
         for b in ("active", "all")
     ]
-    fold = SessionFold(
-        path=state.path,
-        session_id=session.session_id,
-        agent=session.agent,
-        cwd=session.cwd,
-        source_hash=state.source_hash,
-        policy=policy.fingerprint(),
-        file_reasons=(),
+    fold = SessionFold.of(
+        session, path=state.path, source_hash=state.source_hash, policy=policy, file_reasons=()
     )
     shard = carry_cut(build_shard(fold, views, policy), summaries)
     entries = build_entries(fold, views)

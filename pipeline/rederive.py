@@ -105,13 +105,11 @@ def rederive(
             return None  # an earlier entry changed: deltas only ever add
         full[b] = result
         added[b] = result.entries[len(old) :]
-    fold = SessionFold(
+    fold = SessionFold.of(
+        session,
         path=state.path,
-        session_id=session.session_id,
-        agent=session.agent,
-        cwd=session.cwd,
         source_hash=state.source_hash,
-        policy=policy.fingerprint(),
+        policy=policy,
         file_reasons=session.reasons,
     )
     summaries = {v.branches: v for v in state.views}

@@ -146,13 +146,11 @@ def build_session(job: Job, data: bytes, stamp: Stamp, writer: StoreWriter) -> B
     else:
         normalized_all = normalized
     views = [ViewInput(active, normalized), ViewInput(every, normalized_all)]
-    fold = SessionFold(
+    fold = SessionFold.of(
+        session,
         path=job.path,
-        session_id=session.session_id,
-        agent=session.agent,
-        cwd=session.cwd,
         source_hash=source_hash,
-        policy=job.policy.fingerprint(),
+        policy=job.policy,
         file_reasons=session.reasons,
     )
     entries_name, entries_bytes = writer.put(build_entries(fold, views))

@@ -19,6 +19,7 @@ from dataclasses import dataclass, replace
 from stages.lineage import Lineage
 from stages.normalized import NormalizeResult
 from stages.policy import Policy
+from stages.source import SourceSession
 from store.codec import encode
 from store.records import (
     Address,
@@ -75,6 +76,27 @@ class SessionFold:
     source_hash: str
     policy: str
     file_reasons: tuple[str, ...]
+
+    @classmethod
+    def of(
+        cls,
+        session: SourceSession,
+        *,
+        path: str,
+        source_hash: str,
+        policy: Policy,
+        file_reasons: tuple[str, ...],
+    ) -> SessionFold:
+        """The fold of *session* read from *path*, its bytes hashing to *source_hash*."""
+        return cls(
+            path=path,
+            session_id=session.session_id,
+            agent=session.agent,
+            cwd=session.cwd,
+            source_hash=source_hash,
+            policy=policy.fingerprint(),
+            file_reasons=file_reasons,
+        )
 
 
 def _distinct(views: Sequence[ViewInput]) -> list[ViewInput]:
