@@ -478,8 +478,10 @@ def run_mcp(ns: Any) -> int:
 
     import anyio
 
+    from query.collector import configure_for_long_life
     from store.config import ConfigError, load_config
 
+    configure_for_long_life()
     try:
         config = load_config(ns.config)
     except ConfigError as exc:

@@ -388,8 +388,10 @@ def run_serve(ns: Any) -> int:
     import signal
     import sys
 
+    from query.collector import configure_for_long_life
     from store.config import ConfigError, load_config
 
+    configure_for_long_life()
     logging.basicConfig(
         level=logging.WARNING if ns.quiet else logging.INFO,
         format="%(asctime)s query serve: %(message)s",
