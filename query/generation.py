@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final, TypeVar
 
-from query.lexicon import ColdLexicon
+from query.lexicon import ColdLexicon, ScopePlaces
 from query.postings import shift_pairs
 from query.vocabulary import TermIndex
 from store.errors import CorruptRecord, SchemaVersionError
@@ -370,7 +370,7 @@ class Generation:
         self._segments: dict[str, LexiconSegment] = {}
         # the last scope's cold views per branch mode, by the identity of its state list
         self._views: dict[str, tuple[Sequence[SessionState], tuple[ColdSession, ...]]] = {}
-        self._places: tuple[tuple[ColdSession, ...], dict[str, int], list[int]] | None = None
+        self._places: tuple[tuple[ColdSession, ...], ScopePlaces] | None = None
         self._lexicon: ColdLexicon | None = None
         self._lexicon_read = False
         self._lookups: dict[str, int] = {}
@@ -594,17 +594,14 @@ class Generation:
         self._views[branches] = (states, out)
         return out
 
-    def cold_places(self, views: tuple[ColdSession, ...]) -> tuple[dict[str, int], list[int]]:
-        """Digest name -> position in *views*, and the positions this generation's lexicon
-        does not cover; kept for the last scope asked (by identity)."""
+    def cold_places(self, views: tuple[ColdSession, ...], lexicon: ColdLexicon) -> ScopePlaces:
+        """Where each of *views* sits for this generation's *lexicon*; kept for the last
+        scope asked (by identity)."""
         if self._places is not None and self._places[0] is views:
-            return self._places[1], self._places[2]
-        lexicon = self.lexicon()
-        covered = lexicon.covered if lexicon is not None else set()
-        positions = {c.name: i for i, c in enumerate(views)}
-        uncovered = [i for i, c in enumerate(views) if c.name not in covered]
-        self._places = (views, positions, uncovered)
-        return positions, uncovered
+            return self._places[1]
+        places = ScopePlaces(views, lexicon)
+        self._places = (views, places)
+        return places
 
     def lexicon(self) -> ColdLexicon | None:
         """The generation's cold lexicon, or None (none written, or a segment unreadable:

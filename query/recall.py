@@ -383,8 +383,8 @@ def recall(
                     term_index == "auto" and gen.want_terms(req.branches, lookups)
                 ):
                     terms = gen.terms(req.branches)
-            positions, uncovered = gen.cold_places(colds) if lexicon is not None else (None, [])
-            cold_scope = ColdScope(colds, terms, lexicon, req.branches, positions, uncovered)
+            places = gen.cold_places(colds, lexicon) if lexicon is not None else None
+            cold_scope = ColdScope(colds, terms, lexicon, req.branches, places)
     result = search(
         plan,
         req.filters,

@@ -26,7 +26,7 @@ from typing import Final, overload
 
 from query.args import Filters
 from query.generation import ColdSession, HotIndex, RecordUnavailable, ShardData
-from query.lexicon import ColdLexicon, flag_of
+from query.lexicon import ColdLexicon, ScopePlaces, flag_of
 from query.postings import decode_pairs
 from query.regex import RegexLimits, RegexRunner
 from query.vocabulary import TermIndex, blob_contains, blob_terms
@@ -172,10 +172,9 @@ class ColdScope:
     terms: tuple[TermIndex, dict[str, int]] | None = None
     lexicon: ColdLexicon | None = None
     branches: str = "active"
-    # digest name -> position in ``sessions``, and the positions no lexicon segment covers
-    # (memoized per scope by the generation, so a lookup need not visit every session)
-    positions: Mapping[str, int] | None = None
-    uncovered: Sequence[int] = ()
+    # where each digest sits in ``sessions`` for the lexicon (memoized per scope by the
+    # generation, so a lookup need not visit every session)
+    places: ScopePlaces | None = None
 
 
 @dataclass(slots=True)
@@ -366,12 +365,18 @@ def _cold_terms(
     terms: Sequence[str],
     match_all: bool,
     limit: int,
+    keep: int | None,
     result: SearchResult,
-) -> tuple[list[SessionItem], bool]:
-    """Vocabulary candidates and their scores; the flag is False when *limit* cut them."""
+) -> tuple[list[SessionItem], int, bool]:
+    """Vocabulary candidates, scored: the items (with *keep*, at least every one that can
+    rank among the first *keep*), how many candidates there are, and False when *limit*
+    cut them."""
     if not eligible or not terms:
-        return [], True
+        return [], 0, True
     encoded = [t.encode("utf-8") for t in terms]
+    if cold.lexicon is not None and cold.places is not None and isinstance(eligible, _Unfiltered):
+        regions = _lexicon_regions(cold, cold.places, eligible, encoded, match_all, result)
+        return _score_regions(regions, eligible.views, len(terms), limit, keep)
     holders: list[set[int]] | None = None
     numbers: dict[str, int] = {}
     if cold.terms is not None:
@@ -383,66 +388,115 @@ def _cold_terms(
         named = [lexicon.holders(t, cold.branches) for t in encoded]
     full = (1 << len(terms)) - 1
     masks: list[tuple[ColdSession, int, int]] = []  # (view, matched terms as bits, structural)
-    if lexicon is not None and isinstance(eligible, _Unfiltered) and cold.positions is not None:
-        # Only the digests the lexicon names, and those it does not cover (they answer from
-        # their own vocabulary), can match: their term bits come from the holder sets by
-        # name, one step per (term, holder), and scope order from their positions.
-        at = cold.positions
-        bits: dict[int, int] = {}
-        for i, names in enumerate(named):
-            bit = 1 << i
-            for n in names:
-                p = at.get(n)
-                if p is not None:
-                    bits[p] = bits.get(p, 0) | bit
-        for p in cold.uncovered:
-            own = _has_terms(eligible[p][0], encoded, result)
-            if own:
-                bits[p] = sum(1 << i for i in own)
-        views = eligible.views
-        order = sorted(p for p, m in bits.items() if m == full) if match_all else sorted(bits)
-        masks = [(views[p], bits[p], 0) for p in order]
-    else:
-        # A digest outside every holder set is skipped with one set probe, so a rare term
-        # costs a dict lookup per digest in scope instead of one per (digest, term).
-        anywhere: set[int] = set().union(*holders) if holders is not None else set()
-        held: set[str] = set().union(*named)
-        covered = lexicon.covered if lexicon is not None else set()
-        for c, structural in eligible:
-            name = c.name
-            if name in covered:
-                if name not in held:
-                    continue
-                hit = [i for i, h in enumerate(named) if name in h]
-            elif holders is not None:
-                number = numbers.get(c.state.path, -1)
-                if number not in anywhere:
-                    continue
-                hit = [i for i, h in enumerate(holders) if number in h]
-            else:
-                hit = _has_terms(c, encoded, result)
-            if hit:
-                masks.append((c, sum(1 << i for i in hit), structural))
+    # A digest outside every holder set is skipped with one set probe, so a rare term
+    # costs a dict lookup per digest in scope instead of one per (digest, term).
+    anywhere: set[int] = set().union(*holders) if holders is not None else set()
+    held: set[str] = set().union(*named)
+    covered = lexicon.covered if lexicon is not None else set()
+    for c, structural in eligible:
+        name = c.name
+        if name in covered:
+            if name not in held:
+                continue
+            hit = [i for i, h in enumerate(named) if name in h]
+        elif holders is not None:
+            number = numbers.get(c.state.path, -1)
+            if number not in anywhere:
+                continue
+            hit = [i for i, h in enumerate(holders) if number in h]
+        else:
+            hit = _has_terms(c, encoded, result)
+        if hit:
+            masks.append((c, sum(1 << i for i in hit), structural))
     candidates = [m for m in masks if not match_all or m[1] == full]
     matching = len(candidates)
     del candidates[limit:]
-    total = len(candidates)
-    tally = Counter(m for _, m, _ in candidates)
-    df = [sum(n for m, n in tally.items() if m >> i & 1) for i in range(len(terms))]
-    # A digest's score depends only on which terms it matched: once per distinct set, summed
-    # in term order as always.
-    scored: dict[int, tuple[float, int]] = {}
-    for m in tally:
-        score = 0.0
-        for i in range(len(terms)):
-            if m >> i & 1:
-                score += math.log((total - df[i] + 0.5) / (df[i] + 0.5) + 1)
-        scored[m] = (score, m.bit_count())
+    scored = _scores(Counter(m for _, m, _ in candidates), len(candidates), len(terms))
     out: list[SessionItem] = []
     for c, m, structural in candidates:
         score, matched = scored[m]
         out.append(SessionItem(c, score, matched, structural))
-    return out, matching <= limit
+    return out, len(out), matching <= limit
+
+
+def _scores(tally: Mapping[int, int], total: int, n_terms: int) -> dict[int, tuple[float, int]]:
+    """Score and matched-term count per set of matched terms (as bits), given how many of the
+    *total* candidates matched each set. A digest's score depends only on which terms it
+    matched, so it is computed once per distinct set, summed in term order as always."""
+    df = [sum(n for m, n in tally.items() if m >> i & 1) for i in range(n_terms)]
+    scored: dict[int, tuple[float, int]] = {}
+    for m in tally:
+        score = 0.0
+        for i in range(n_terms):
+            if m >> i & 1:
+                score += math.log((total - df[i] + 0.5) / (df[i] + 0.5) + 1)
+        scored[m] = (score, m.bit_count())
+    return scored
+
+
+def _lexicon_regions(
+    cold: ColdScope,
+    places: ScopePlaces,
+    eligible: _Unfiltered,
+    encoded: Sequence[bytes],
+    match_all: bool,
+    result: SearchResult,
+) -> dict[int, set[int]]:
+    """Scope positions of the candidates, grouped by the set of terms they hold (as bits).
+
+    Only the digests the lexicon names, and those it does not cover (they answer from their
+    own vocabulary), can match. Holder sets come straight in scope positions and the groups
+    by set algebra, so a common term costs C-level passes, not Python steps per holder.
+    """
+    sets = [places.holding(t, cold.branches) for t in encoded]
+    for p in places.uncovered:
+        for i in _has_terms(eligible[p][0], encoded, result):
+            sets[i].add(p)
+    if match_all:
+        common = set.intersection(*sets)
+        return {(1 << len(sets)) - 1: common} if common else {}
+    regions: dict[int, set[int]] = {}
+    for i, holding in enumerate(sets):
+        bit, rest = 1 << i, set(holding)
+        split: dict[int, set[int]] = {}
+        for m, region in regions.items():
+            both = region & rest
+            if both:
+                split[m | bit] = both
+                region -= both
+                rest -= both
+            if region:
+                split[m] = region
+        if rest:
+            split[bit] = rest
+        regions = split
+    return regions
+
+
+def _score_regions(
+    regions: dict[int, set[int]],
+    views: Sequence[ColdSession],
+    n_terms: int,
+    limit: int,
+    keep: int | None,
+) -> tuple[list[SessionItem], int, bool]:
+    """``_cold_terms``' answer from position groups: the first *limit* positions count, and
+    of each group only its first *keep* can rank (same score, scope order is rank order)."""
+    matching = sum(map(len, regions.values()))
+    if matching > limit:
+        last = sorted(set().union(*regions.values()))[limit - 1]
+        regions = {m: kept for m, r in regions.items() if (kept := {p for p in r if p <= last})}
+    total = min(matching, limit)
+    scored = _scores({m: len(r) for m, r in regions.items()}, total, n_terms)
+    out: list[SessionItem] = []
+    for m, region in regions.items():
+        score, matched = scored[m]
+        if keep is None or keep >= len(region):
+            first = sorted(region)
+        else:
+            first = heapq.nsmallest(keep, region)
+        out.extend(SessionItem(views[p], score, matched, 0) for p in first)
+    return out, total, matching <= limit
 
 
 # ------------------------------------------------------------------------------------ regex
@@ -662,6 +716,7 @@ def search(
     result = SearchResult()
     eligible = _eligible(cold, filters, result) if cold is not None else []
     items: list[Item] = []
+    pruned = 0
     if plan.kind == "regex":
         if runner is None:
             raise RuntimeError("regex mode needs a RegexRunner")
@@ -678,8 +733,11 @@ def search(
             else:
                 items.extend(_hot_browse(hot, cand, filters))
         if cold is not None:
-            items.extend(_cold(cold, eligible, plan, filters, budgets, result))
-    total = len(items)
+            found, matched = _cold(cold, eligible, plan, filters, budgets, keep, result)
+            # the cold items that cannot rank among the first *keep* are counted, not made
+            items.extend(found)
+            pruned = matched - len(found)
+    total = len(items) + pruned
     if total > budgets.items:
         result.reasons.add("candidate_item_budget")
         total = budgets.items
@@ -705,28 +763,34 @@ def _cold(
     plan: Plan,
     filters: Filters,
     budgets: Budgets,
+    keep: int | None,
     result: SearchResult,
-) -> list[SessionItem]:
+) -> tuple[list[SessionItem], int]:
+    """The cold items (with *keep*, at least those that can rank among the first *keep*)
+    and how many there are."""
     if plan.kind == "browse":
         score = 1.0 if filters.any else 0.0
         if len(eligible) > budgets.digests:
             result.reasons.add("candidate_digest_budget")
-        return [SessionItem(c, score, 0, n) for c, n in eligible[: budgets.digests]]
+        count = min(len(eligible), budgets.digests)
+        # one score for all: scope order is rank order
+        first = count if keep is None else min(count, max(keep, 0))
+        return [SessionItem(c, score, 0, n) for c, n in eligible[:first]], count
     if plan.kind == "phrase" and not plan.terms:
         # Punctuation-only phrase: a vocabulary cannot hold it, so only hydration can tell.
         if eligible:
             result.reasons.add("cold_phrase_requires_hydration")
-        return []
-    found, complete = _cold_terms(
-        cold, eligible, plan.terms, plan.match == "all", budgets.digests, result
+        return [], 0
+    found, count, complete = _cold_terms(
+        cold, eligible, plan.terms, plan.match == "all", budgets.digests, keep, result
     )
     if not complete:
         result.reasons.add("candidate_digest_budget")
-    if found:
+    if count:
         if plan.kind == "phrase":
             result.reasons.add("cold_phrase_requires_hydration")
         elif plan.match == "all" and len(plan.terms) > 1:
             result.reasons.add("cold_all_terms_requires_hydration")
         if filters.any:
             result.reasons.add("cold_structural_filter_requires_hydration")
-    return found
+    return found, count

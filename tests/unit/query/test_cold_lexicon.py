@@ -19,6 +19,8 @@ QUERIES: list[dict[str, Any]] = [
     {"query": "zebra"},
     {"query": "zebra quokka", "queryMatch": "all"},
     {"query": "zebra quokka"},
+    {"query": "zebra quokka giraffe words"},
+    {"query": "giraffe zebra quokka", "queryMatch": "all"},
     {"query": "alpha beta", "queryMode": "phrase"},
     {"query": "nothinghere"},
     {"query": "q[a-z]+ka", "queryMode": "regex"},
@@ -63,6 +65,12 @@ def answers(engine: Engine) -> list[dict[str, Any]]:
     for q in QUERIES:
         for scope in ("global", "project"):
             out.append(engine.recall({**q, "scope": scope, "pageSize": 50}, cwd=CWD))
+            # small pages: each ranks only its first items, the rest are counted
+            page = engine.recall({**q, "scope": scope, "pageSize": 2}, cwd=CWD)
+            out.append(page)
+            while page["next"] is not None:
+                page = engine.call(page["next"], cwd=CWD)
+                out.append(page)
     return out
 
 
@@ -90,6 +98,40 @@ def _words(kit: Kit, path: str) -> str:
 def test_without_a_lexicon_the_answers_are_the_same(kit: Kit) -> None:
     with_lexicon = answers(kit.engine)
     assert any(a["total"] for a in with_lexicon)
+    _republish(kit, lexicon=())
+    kit.close()
+    assert kit.engine.refresh().lexicon() is None
+    assert answers(kit.engine) == with_lexicon
+
+
+def _ranked(page: dict[str, Any]) -> list[tuple[Any, ...]]:
+    return [(h["sessionId"], h.get("entryId"), h["score"]) for h in page["hits"]]
+
+
+@pytest.mark.parametrize("hot", [1, 0])
+def test_small_pages_followed_to_the_end_give_the_one_big_page(kit: Kit, hot: int) -> None:
+    if hot != 1:
+        kit.configure(hotSessions=hot)
+        kit.build()
+    for query in QUERIES:
+        big = kit.engine.recall({**query, "scope": "global", "pageSize": 50}, cwd=CWD)
+        page = kit.engine.recall({**query, "scope": "global", "pageSize": 2}, cwd=CWD)
+        pages = [page]
+        while page["next"] is not None:
+            page = kit.engine.call(page["next"], cwd=CWD)
+            pages.append(page)
+        assert [row for p in pages for row in _ranked(p)] == _ranked(big), query
+        assert all(len(p["hits"]) == 2 for p in pages[:-1]), query
+        assert {p["total"] for p in pages} == {big["total"]}, query
+
+
+def test_under_a_digest_budget_the_answers_are_the_same(kit: Kit) -> None:
+    from query.search import Budgets
+
+    kit.budgets = Budgets(digests=4)
+    kit.close()
+    with_lexicon = answers(kit.engine)
+    assert any("candidate_digest_budget" in a["coverage"]["reasons"] for a in with_lexicon)
     _republish(kit, lexicon=())
     kit.close()
     assert kit.engine.refresh().lexicon() is None
