@@ -364,19 +364,21 @@ def _cold_terms(
     eligible: Sequence[tuple[ColdSession, int]],
     terms: Sequence[str],
     match_all: bool,
+    filters: Filters,
     limit: int,
     keep: int | None,
     result: SearchResult,
 ) -> tuple[list[SessionItem], int, bool]:
     """Vocabulary candidates, scored: the items (with *keep*, at least every one that can
     rank among the first *keep*), how many candidates there are, and False when *limit*
-    cut them."""
+    cut them. *eligible* is already filtered unless the lexicon answers (see ``search``)."""
     if not eligible or not terms:
         return [], 0, True
     encoded = [t.encode("utf-8") for t in terms]
-    if cold.lexicon is not None and cold.places is not None and isinstance(eligible, _Unfiltered):
+    if cold.places is not None and isinstance(eligible, _Unfiltered) and _by_lexicon(cold):
         regions = _lexicon_regions(cold, cold.places, eligible, encoded, match_all, result)
-        return _score_regions(regions, eligible.views, len(terms), limit, keep)
+        counts = _structural(regions, eligible.views, filters, result)
+        return _score_regions(regions, eligible.views, counts, len(terms), limit, keep)
     holders: list[set[int]] | None = None
     numbers: dict[str, int] = {}
     if cold.terms is not None:
@@ -473,9 +475,45 @@ def _lexicon_regions(
     return regions
 
 
+def _by_lexicon(cold: ColdScope) -> bool:
+    return cold.lexicon is not None and cold.places is not None
+
+
+def _structural(
+    regions: dict[int, set[int]],
+    views: Sequence[ColdSession],
+    filters: Filters,
+    result: SearchResult,
+) -> dict[int, int]:
+    """With structural filters, drop from *regions* the candidates without a matching address
+    and return each kept one's count of them (as ``_eligible`` counts, for candidates only)."""
+    if not filters.any:
+        return {}
+    exact = filters.exact()
+    counts: dict[int, int] = {}
+    for m in list(regions):
+        kept: set[int] = set()
+        for p in regions[m]:
+            c = views[p]
+            try:
+                n = c.structural_matches(exact, filters.since, filters.until)
+            except RecordUnavailable:
+                result.unavailable.add(c.state.path)
+                continue
+            if n > 0:
+                kept.add(p)
+                counts[p] = n
+        if kept:
+            regions[m] = kept
+        else:
+            del regions[m]
+    return counts
+
+
 def _score_regions(
     regions: dict[int, set[int]],
     views: Sequence[ColdSession],
+    structural: Mapping[int, int],
     n_terms: int,
     limit: int,
     keep: int | None,
@@ -495,7 +533,7 @@ def _score_regions(
             first = sorted(region)
         else:
             first = heapq.nsmallest(keep, region)
-        out.extend(SessionItem(views[p], score, matched, 0) for p in first)
+        out.extend(SessionItem(views[p], score, matched, structural.get(p, 0)) for p in first)
     return out, total, matching <= limit
 
 
@@ -714,7 +752,12 @@ def search(
     ``total`` still counts every item within the budget.
     """
     result = SearchResult()
-    eligible = _eligible(cold, filters, result) if cold is not None else []
+    eligible: Sequence[tuple[ColdSession, int]] = []
+    if cold is not None:
+        # A term lookup through the lexicon checks the structural filters on its candidates
+        # only, instead of on every digest in scope first.
+        by_lexicon = plan.kind in ("literal", "phrase") and bool(plan.terms) and _by_lexicon(cold)
+        eligible = _Unfiltered(cold.sessions) if by_lexicon else _eligible(cold, filters, result)
     items: list[Item] = []
     pruned = 0
     if plan.kind == "regex":
@@ -782,7 +825,7 @@ def _cold(
             result.reasons.add("cold_phrase_requires_hydration")
         return [], 0
     found, count, complete = _cold_terms(
-        cold, eligible, plan.terms, plan.match == "all", budgets.digests, keep, result
+        cold, eligible, plan.terms, plan.match == "all", filters, budgets.digests, keep, result
     )
     if not complete:
         result.reasons.add("candidate_digest_budget")

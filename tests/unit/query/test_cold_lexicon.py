@@ -25,6 +25,9 @@ QUERIES: list[dict[str, Any]] = [
     {"query": "nothinghere"},
     {"query": "q[a-z]+ka", "queryMode": "regex"},
     {"query": "zebra", "role": "toolResult"},
+    {"query": "zebra giraffe", "outcome": "failed"},
+    {"query": "alpha beta", "queryMode": "phrase", "outcome": "failed"},
+    {"outcome": "failed"},
     {"tool": "bash"},
     {"query": "zebra", "branches": "all"},
 ]
@@ -42,7 +45,10 @@ def _session(kit: Kit, i: int, words: str, cwd: str) -> None:
             T0 + i + 1,
             {"id": f"call-{sid}", "name": "bash", "arguments": {"command": f"echo {words}"}},
         ),
-        tool_result(f"{sid}-r", f"{sid}-a", "bash", f"output {words}", T0 + i + 2),
+        # every third tool call fails: a structural filter then keeps some holders of a term
+        tool_result(
+            f"{sid}-r", f"{sid}-a", "bash", f"output {words}", T0 + i + 2, error=i % 3 == 0
+        ),
     ]
     kit.session(sid, records, cwd=cwd, mtime_s=1000 + i)
 
