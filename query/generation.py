@@ -20,7 +20,7 @@ from __future__ import annotations
 import bisect
 import os
 from array import array
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -199,6 +199,7 @@ class ColdSession:
     __slots__ = (
         "_branches",
         "_columns",
+        "_combined",
         "_count",
         "_counts",
         "_ids",
@@ -234,6 +235,8 @@ class ColdSession:
         self._columns: tuple[array[int], ...] = ()
         self._stamps = array("q")
         self._counts: dict[tuple[int, int], int] = {}
+        # fields filtered together -> count per tuple of their value ids (asked-for only)
+        self._combined: dict[tuple[int, ...], Counter[tuple[int, ...]]] | None = None
 
     @property
     def vocabulary(self) -> bytes:
@@ -297,6 +300,9 @@ class ColdSession:
                 return self._counts[wanted[0]]
             if not wanted:
                 return self._count
+            return self._combination(tuple(pos for pos, _ in wanted))[
+                tuple(vid for _, vid in wanted)
+            ]
         cols = [(self._columns[FILTER_FIELDS.index(pos)], vid) for pos, vid in wanted]
         low = NO_TIMESTAMP if since is None else since
         high = 2**63 - 1 if until is None else until
@@ -312,6 +318,17 @@ class ColdSession:
             else:
                 n += 1
         return n
+
+    def _combination(self, fields: tuple[int, ...]) -> Counter[tuple[int, ...]]:
+        """Counts per value tuple of *fields*, counted once (at C speed) the first time
+        those fields are filtered together: any values of them are then one lookup."""
+        if self._combined is None:
+            self._combined = {}
+        found = self._combined.get(fields)
+        if found is None:
+            cols = [self._columns[FILTER_FIELDS.index(pos)] for pos in fields]
+            found = self._combined[fields] = Counter(zip(*cols, strict=True))
+        return found
 
 
 # ------------------------------------------------------------------------------- generation
