@@ -82,6 +82,11 @@ class StoreWriter:
         # Records named by the generation this writer last saw published: GC keeps them, so
         # publish only needs to check that the names new to a manifest exist.
         self._published: tuple[int, frozenset[str]] = (0, frozenset())
+        # Each chunk's rows and record name as this writer last published them: a chunk
+        # whose rows are the very same keeps its name without being encoded again, so a
+        # publish costs the chunks that changed, not every session's row.
+        self._chunks: dict[int, tuple[tuple[SessionState, ...], str]] = {}
+        self._chunk_of: dict[str, int] = {}
 
     # -- records ---------------------------------------------------------------------------
 
@@ -135,7 +140,7 @@ class StoreWriter:
                     self.layout.root,
                     f"manifest generation {manifest.generation}, current is {current}",
                 )
-            manifest = self._chunked(manifest)
+            manifest, chunks = self._chunked(manifest, current)
             names = manifest.records()
             added = self._check_records(current, names)
             # Records may come from other processes' put(): make their renames durable before
@@ -153,6 +158,7 @@ class StoreWriter:
             atomic_write(self.layout.current, pointer)
             self.bytes_written += len(pointer)
             self._published = (manifest.generation, frozenset(names))
+            self._chunks = chunks
 
     def _check_records(self, current: int, names: set[str]) -> set[str]:
         """The names new since generation *current*; raises if one of them is missing."""
@@ -170,20 +176,39 @@ class StoreWriter:
             )
         return added
 
-    def _chunked(self, manifest: Manifest) -> Manifest:
+    def _chunked(
+        self, manifest: Manifest, current: int
+    ) -> tuple[Manifest, dict[int, tuple[tuple[SessionState, ...], str]]]:
         """*manifest* with its sessions also stored as chunk records, named in ``chunks``.
 
         A session's chunk is fixed by its path, so a change to one session rewrites one chunk
-        (about 1/CHUNKS of the rows) while every other chunk keeps its name and file.
+        (about 1/CHUNKS of the rows) while every other chunk keeps its name and file. Also
+        returns the chunks to remember once the manifest is published.
         """
+        if self._published[0] != current:
+            # Someone else published since: the remembered chunks may be gone.
+            self._chunks.clear()
+        where = self._chunk_of
         groups: dict[int, list[SessionState]] = {}
         for state in manifest.sessions:
-            groups.setdefault(chunk_of(state.path), []).append(state)
-        names = tuple(
-            self.put(SessionChunk(tuple(sorted(groups[k], key=lambda s: s.path))))[0]
-            for k in sorted(groups)
-        )
-        return replace(manifest, chunks=names)
+            k = where.get(state.path)
+            if k is None:
+                k = where[state.path] = chunk_of(state.path)
+            groups.setdefault(k, []).append(state)
+        names: list[str] = []
+        chunks: dict[int, tuple[tuple[SessionState, ...], str]] = {}
+        for k in sorted(groups):
+            rows = tuple(sorted(groups[k], key=_path_of))
+            kept = self._chunks.get(k)
+            # Tuples compare element by element, identity first: the same rows cost a pass in C.
+            # The file is checked too: the index may have been wiped and rebuilt meanwhile.
+            if kept is not None and kept[0] == rows and self.layout.record_path(kept[1]).is_file():
+                name = kept[1]
+            else:
+                name = self.put(SessionChunk(rows))[0]
+            chunks[k] = (rows, name)
+            names.append(name)
+        return replace(manifest, chunks=tuple(names)), chunks
 
     def _records_of(self, generation: int) -> frozenset[str]:
         path = self.layout.manifest_path(generation)
@@ -340,6 +365,7 @@ class StoreWriter:
             fsync_dir(root)
             self._dirs.clear()
             self._published = (0, frozenset())
+            self._chunks.clear()
 
     # -- helpers ---------------------------------------------------------------------------
 
@@ -399,3 +425,7 @@ def _unlink(path: Path) -> bool:
     except FileNotFoundError:
         return False
     return True
+
+
+def _path_of(state: SessionState) -> str:
+    return state.path

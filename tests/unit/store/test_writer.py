@@ -487,3 +487,43 @@ def test_sessions_live_in_chunks_and_an_append_rewrites_one(tmp_path: Path) -> N
     assert len(set(snap2.manifest.chunks) - first) == 1
     chunk_bytes = sum(w.layout.record_path(n).stat().st_size for n in first)
     assert w.bytes_written - before < chunk_bytes / 4
+
+
+def test_a_publish_encodes_only_the_chunks_whose_rows_changed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from store.records import SessionChunk
+
+    w = StoreWriter(tmp_path)
+    shard, _ = w.put(hot_shard())
+    entries, _ = w.put(session_entries())
+    states = tuple(state(f"/s/{n:03d}.jsonl", shard, entries) for n in range(200))
+    w.publish(manifest(1, states))
+    encoded: list[SessionChunk] = []
+    put = w.put
+
+    def counting(record: object) -> tuple[str, int]:
+        if isinstance(record, SessionChunk):
+            encoded.append(record)
+        return put(record)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(w, "put", counting)
+    # When one session changes, only its chunk is stored again
+    changed = states[:7] + (replace(states[7], size=states[7].size + 1),) + states[8:]
+    w.publish(manifest(2, changed))
+    assert [c.sessions for c in encoded] == [
+        tuple(s for s in changed if any(s is r for r in encoded[0].sessions))
+    ]
+    assert changed[7] in encoded[0].sessions
+    # When another writer published in between, or the index was wiped, nothing is trusted
+    other = StoreWriter(tmp_path)
+    other.publish(manifest(3, changed))
+    encoded.clear()
+    w.publish(manifest(4, changed))
+    assert len(encoded) == len(open_snapshot(tmp_path).manifest.chunks)
+    w.wipe()
+    assert (w.put(hot_shard())[0], w.put(session_entries())[0]) == (shard, entries)
+    encoded.clear()
+    w.publish(manifest(1, changed))
+    assert len(encoded) == len(open_snapshot(tmp_path).manifest.chunks)
+    assert open_snapshot(tmp_path).manifest.sessions == changed
