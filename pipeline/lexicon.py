@@ -62,8 +62,12 @@ def bucket_of(path: str, count: int) -> int:
     """The bucket of the session at *path*: fixed by the path, so the indexer knows a
     session's bucket before indexing it (and can build a bucket as soon as its last
     session is done)."""
+    return _path_hash(path) % count
+
+
+def _path_hash(path: str) -> int:
     digest = blake3.blake3(path.encode("utf-8", "surrogatepass")).digest()
-    return int.from_bytes(digest[:4], "big") % count
+    return int.from_bytes(digest[:4], "big")
 
 
 def vocabulary_from_record(writer: StoreWriter) -> VocabularySource:
@@ -104,6 +108,7 @@ class LexiconKeeper:
         self.writer = writer
         self.vocabulary = vocabulary or vocabulary_from_record(writer)
         self._digests: dict[str, tuple[str, ...]] = {}
+        self._hashes: dict[str, int] = {}  # path -> its bucket hash (a live pipeline replans)
 
     def digests(self, segment: str) -> tuple[str, ...] | None:
         """The digest names *segment* covers (read once), or None when it cannot be read."""
@@ -124,8 +129,13 @@ class LexiconKeeper:
         names = sorted(by_name)
         count = bucket_count(len(names))
         buckets: dict[int, list[str]] = {}
+        hashes = self._hashes
         for name in names:
-            buckets.setdefault(bucket_of(by_name[name], count), []).append(name)
+            path = by_name[name]
+            h = hashes.get(path)
+            if h is None:
+                h = hashes[path] = _path_hash(path)
+            buckets.setdefault(h % count, []).append(name)
         have: dict[tuple[str, ...], str] = {}
         for segment in dict.fromkeys(known):
             digests = self.digests(segment)

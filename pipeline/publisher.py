@@ -13,6 +13,7 @@ It holds the writer lock for its whole life, so no other writer can publish mean
 
 from __future__ import annotations
 
+import bisect
 import time
 from collections.abc import Callable
 from typing import Final
@@ -74,7 +75,10 @@ class Publisher:
         self.now_ns = now_ns
         self.checkpoints = CheckpointStore(IndexLayout(config.index_dir).checkpoints)
         self.sessions: dict[str, SessionState] = {}
+        self._paths: list[str] = []  # the keys of self.sessions, sorted (a publish lists them so)
         self.skipped: dict[str, SkippedFile] = {}
+        # a cold session came, went or changed since the lexicon was last planned
+        self._cold_changed = True
         self.position = -1
         self.generations = 0
         self.last_published_ns: int | None = None
@@ -98,6 +102,7 @@ class Publisher:
         manifest = usable_manifest(self.config.index_dir, self.policy)
         if manifest is not None:
             self.sessions = {s.path: s for s in manifest.sessions}
+            self._paths = sorted(self.sessions)
             self.skipped = {k.path: k for k in manifest.skipped}
             self.lexicon = manifest.lexicon
             if not self.lexicon and any(s.tier != "hot" for s in manifest.sessions):
@@ -144,40 +149,59 @@ class Publisher:
             if isinstance(change, Upsert):
                 path = change.state.path
                 if self.sessions.get(path) != change.state or path in self.skipped:
-                    self.sessions[path] = change.state
+                    self._set(path, change.state)
                     self.skipped.pop(path, None)
                     self._dirty = True
             elif isinstance(change, Skip):
                 path = change.skipped.path
                 if path in self.sessions or self.skipped.get(path) != change.skipped:
-                    self.sessions.pop(path, None)
+                    self._forget(path)
                     self.skipped[path] = change.skipped
                     self._dirty = True
             elif isinstance(change, Drop) and (
                 change.path in self.sessions or change.path in self.skipped
             ):
-                self.sessions.pop(change.path, None)
+                self._forget(change.path)
                 self.skipped.pop(change.path, None)
                 self._dirty = True
+
+    def _set(self, path: str, state: SessionState) -> None:
+        old = self.sessions.get(path)
+        if old is None:
+            bisect.insort(self._paths, path)
+        if state.tier != "hot" or (old is not None and old.tier != "hot"):
+            self._cold_changed = True
+        self.sessions[path] = state
+
+    def _forget(self, path: str) -> None:
+        old = self.sessions.pop(path, None)
+        if old is None:
+            return
+        del self._paths[bisect.bisect_left(self._paths, path)]
+        if old.tier != "hot":
+            self._cold_changed = True
 
     def _publish(self, now: float) -> None:
         generation = self.writer.current_generation() + 1
         before = self.writer.bytes_written
-        plan = self._lexicons.plan(
-            [*self.lexicon, *self._lexicon_built],
-            (s for s in self.sessions.values() if s.tier != "hot"),
-        )
-        self.lexicon = plan.segments
-        building = self._background.building if self._background is not None else None
-        self._lexicon_todo = [b for b in plan.todo if b != building]
-        self._lexicon_built = []
+        if self._cold_changed or self._lexicon_built:
+            # An append to a hot session (the common publish) leaves the buckets as planned.
+            plan = self._lexicons.plan(
+                [*self.lexicon, *self._lexicon_built],
+                (s for s in self.sessions.values() if s.tier != "hot"),
+            )
+            self.lexicon = plan.segments
+            building = self._background.building if self._background is not None else None
+            self._lexicon_todo = [b for b in plan.todo if b != building]
+            self._lexicon_built = []
+            self._cold_changed = False
         manifest = Manifest(
             generation=generation,
             created_ns=self.now_ns(),
             policy=self.policy,
             roots={agent: str(root) for agent, root in self.config.roots.items()},
             hot_sessions=self.config.memory.hot_sessions,
-            sessions=tuple(self.sessions[p] for p in sorted(self.sessions)),
+            sessions=tuple(map(self.sessions.__getitem__, self._paths)),
             skipped=tuple(self.skipped[p] for p in sorted(self.skipped)),
             lexicon=self.lexicon,
         )
