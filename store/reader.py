@@ -86,6 +86,14 @@ _CHUNKS: OrderedDict[str, SessionChunk] = OrderedDict()
 _CHUNK_CACHE = 1024
 
 
+# The last decoded row of each path: a changed chunk's rows that did not change come back
+# as the very objects readers already hold, so identity keeps meaning "unchanged" for every
+# row but the ones a publish really changed (readers carry their work across generations by
+# identity first).
+_ROWS: dict[str, SessionState] = {}
+_ROWS_MAX = 1 << 20
+
+
 def _chunk(layout: IndexLayout, name: str) -> SessionChunk:
     found = _CHUNKS.get(name)
     if found is not None:
@@ -93,10 +101,21 @@ def _chunk(layout: IndexLayout, name: str) -> SessionChunk:
         return found
     path = layout.record_path(name)
     found = decode(path.read_bytes(), expect=SessionChunk, path=str(path))
+    if len(_ROWS) > _ROWS_MAX:
+        _ROWS.clear()
+    found = replace(found, sessions=tuple(map(_known_row, found.sessions)))
     _CHUNKS[name] = found
     while len(_CHUNKS) > _CHUNK_CACHE:
         _CHUNKS.popitem(last=False)
     return found
+
+
+def _known_row(state: SessionState) -> SessionState:
+    known = _ROWS.get(state.path)
+    if known is not None and known == state:
+        return known
+    _ROWS[state.path] = state
+    return state
 
 
 def _with_sessions(layout: IndexLayout, manifest: Manifest) -> Manifest:

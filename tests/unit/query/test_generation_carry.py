@@ -62,3 +62,35 @@ def test_a_changed_cold_set_rebuilds_the_term_index(tmp_path) -> None:
         assert second.terms("active")[0] is not terms[0]
         page = engine.recall({"query": "alpha", "scope": "global"}, cwd="/")
         assert page["hits"][0]["kind"] == "session" and page["hits"][0]["sessionId"] == "pi:sa"
+
+
+def test_an_append_keeps_the_cold_lexicon_although_its_chunk_holds_cold_rows(tmp_path) -> None:
+    from store.layout import chunk_of
+
+    pi = PiRoot(tmp_path)
+    config = pi.write_config(hotSessions=2)
+    paths = [
+        pi.session(f"s{n:03d}", session(f"s{n:03d}", f"word{n}"), mtime_s=1000 + n)
+        for n in range(150)
+    ]
+    newest = paths[-1]
+    # the appended session's chunk also holds cold rows (rewritten with it)
+    assert any(chunk_of(str(p)) == chunk_of(str(newest)) for p in paths[:-2])
+    build_index(config)
+    with Engine(config, changes=True) as engine:
+        engine.recall({"query": "word3", "scope": "global"}, cwd="/")
+        first = engine.refresh()
+        lexicon = first.lexicon()
+        assert lexicon is not None
+        with newest.open("ab") as f:
+            f.write(jsonl([user("u2", "a1", "and delta", T0 + 5)]))
+        os.utime(newest, (1149, 1149))
+        build_index(config)
+        page = engine.recall({"query": "word3", "scope": "global"}, cwd="/")
+        second = engine.refresh()
+        assert second.generation == first.generation + 1
+        # Then the cold side is carried whole: the same lexicon and the same cold views
+        assert second.lexicon() is lexicon
+        assert second._views["active"][1] is first._views["active"][1]
+        assert page["total"] == 1
+        assert engine.recall({"query": "delta", "scope": "global"}, cwd="/")["total"] == 1
