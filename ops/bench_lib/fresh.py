@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import sys
 import time
@@ -36,9 +37,11 @@ def measure(
     rate: float,
     count: int,
     timeout: float = 30.0,
-    seed: int = 1,
+    seed: int | None = None,
 ) -> dict[str, Any]:
-    rng = random.Random(seed)
+    # Unseeded by default: a run again on the same corpus must not append terms an earlier
+    # run appended (they are indexed already, and would be "found" before they are new).
+    rng = random.Random(seed if seed is not None else os.urandom(16))
     interval = 1.0 / rate
     pending: dict[str, float] = {}
     latencies: list[float] = []

@@ -241,7 +241,6 @@ def _inner(spec: dict[str, Any]) -> dict[str, Any]:
                 rate=fresh["rate"],
                 count=fresh["count"],
                 timeout=fresh["timeout"],
-                seed=2,
             )
         out["server_rss_after_kb"] = tree_rss_kb(server.pid)
     finally:
