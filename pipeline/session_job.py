@@ -90,14 +90,15 @@ def read_source(path: str) -> tuple[bytes, Stamp]:
     return data, (dev, ino, len(data), mtime_ns, ctime_ns)
 
 
-def index_session(job: Job) -> JobResult:
-    """Run every stage for one session and store its records. Never raises."""
+def index_session(job: Job, writer: StoreWriter | None = None) -> JobResult:
+    """Run every stage for one session and store its records (with *writer*, when given).
+    Never raises."""
     try:
         data, stamp = read_source(job.path)
     except OSError:
         return JobResult(job.path, job.agent, None, 0, 0, reason="source_unavailable")
     try:
-        return _index(job, data, stamp)
+        return _index(job, data, stamp, writer or StoreWriter(Path(job.index_dir)))
     except Exception:  # a bug in a stage must cost one session, not the run
         return JobResult(
             job.path,
@@ -111,8 +112,21 @@ def index_session(job: Job) -> JobResult:
 
 
 def index_sessions(jobs: Sequence[Job]) -> list[JobResult]:
-    """``index_session`` for each of *jobs*, in order: one pool message, several sessions."""
-    return [index_session(job) for job in jobs]
+    """``index_session`` for each of *jobs*, in order: one pool message, several sessions,
+    whose records are made durable together (``StoreWriter.batch``). Never raises: when
+    they cannot be, every session of the message fails."""
+    if not jobs:
+        return []
+    writer = StoreWriter(Path(jobs[0].index_dir))
+    try:
+        with writer.batch():
+            return [index_session(job, writer) for job in jobs]
+    except OSError:
+        error = traceback.format_exc()
+        return [
+            JobResult(job.path, job.agent, None, 0, 0, reason="index_error", error=error)
+            for job in jobs
+        ]
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,10 +140,10 @@ class Built:
     record: HotShard | ColdDigest
 
 
-def _index(job: Job, data: bytes, stamp: Stamp) -> JobResult:
-    writer = StoreWriter(Path(job.index_dir))
+def _index(job: Job, data: bytes, stamp: Stamp, writer: StoreWriter) -> JobResult:
+    before = writer.bytes_written
     built = build_session(job, data, stamp, writer)
-    return JobResult(job.path, job.agent, built.state, writer.bytes_written, len(data))
+    return JobResult(job.path, job.agent, built.state, writer.bytes_written - before, len(data))
 
 
 def build_session(job: Job, data: bytes, stamp: Stamp, writer: StoreWriter) -> Built:

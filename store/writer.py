@@ -23,7 +23,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Final
 
-from store.atomic import FILE_MODE, atomic_write, ensure_dir, fsync_dir
+from store.atomic import FILE_MODE, DurableBatch, atomic_write, ensure_dir, fsync_dir
 from store.codec import decode, encode, kind_of
 from store.errors import CorruptRecord, GenerationConflict, NotAnIndex, StoreLocked
 from store.layout import (
@@ -87,6 +87,7 @@ class StoreWriter:
         # publish costs the chunks that changed, not every session's row.
         self._chunks: dict[int, tuple[tuple[SessionState, ...], str]] = {}
         self._chunk_of: dict[str, int] = {}
+        self._batch: DurableBatch | None = None
 
     # -- records ---------------------------------------------------------------------------
 
@@ -113,9 +114,26 @@ class StoreWriter:
                 return name, len(data)
         self._ensure_dir(path.parent)
         # The folder is fsynced by publish(), once for every record a manifest adds.
-        atomic_write(path, data, sync_dir=False)
+        if self._batch is not None:
+            self._batch.write(path, data)
+        else:
+            atomic_write(path, data, sync_dir=False)
         self.bytes_written += len(data)
         return name, len(data)
+
+    @contextlib.contextmanager
+    def batch(self) -> Iterator[None]:
+        """Records put inside are made durable together and appear when the block ends
+        (``DurableBatch``); when it raises, none of them does. Not reentrant."""
+        if self._batch is not None:
+            raise RuntimeError("a batch is already open")
+        self._batch = DurableBatch()
+        try:
+            yield
+            self._batch.commit()
+        finally:
+            self._batch.abandon()
+            self._batch = None
 
     def put_lexicon(self, data: bytes) -> tuple[str, int]:
         """Store an encoded lexicon segment (``store.lexicon``); returns (name, file size)."""

@@ -95,3 +95,37 @@ def test_normalizing_reads_only_the_selected_records(
                 reasons=("dangling_parent",),
             )
             assert normalize(session, other, POLICY) == normalize(session, lin, POLICY)
+
+
+def test_a_message_of_sessions_is_stored_together_or_fails_together(
+    sessions: list[tuple[str, str, bytes]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import os
+
+    from pipeline.session_job import index_sessions
+
+    index = tmp_path / "index"
+    jobs = [Job(path, agent, COLD, POLICY, str(index)) for agent, path, _ in sessions[:3]]
+    # When the records of the message are made durable, every session's are there
+    results = index_sessions(jobs)
+    assert all(r.state is not None for r in results)
+    layout = IndexLayout(index)
+    for r in results:
+        assert r.state is not None and r.bytes_written > 0
+        assert layout.record_path(r.state.index_record).is_file()
+        assert layout.record_path(r.state.entries_record).is_file()
+
+    # When they cannot be (the disk is full), every session of the message fails, none
+    # half-stored, and no temp file is left behind
+    def full(fd: int) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "fsync", full)
+    jobs = [
+        Job(path, agent, COLD, POLICY, str(tmp_path / "other")) for agent, path, _ in sessions[:3]
+    ]
+    failed = index_sessions(jobs)
+    assert [(r.state, r.reason) for r in failed] == [(None, "index_error")] * 3
+    assert all("No space left" in (r.error or "") for r in failed)
+    left = [p for p in (tmp_path / "other").rglob("*") if p.is_file()]
+    assert left == []

@@ -103,3 +103,64 @@ def test_ensure_dir_is_idempotent_and_refuses_a_file(tmp_path: Path) -> None:
     (tmp_path / "f").write_bytes(b"")
     with pytest.raises(OSError):
         ensure_dir(tmp_path / "f" / "sub")
+
+
+# ----------------------------------------------------------------------------- batches
+
+
+def test_a_batch_shows_nothing_until_commit_then_everything_0600(
+    tmp_path: Path, umask: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from store.atomic import DurableBatch
+
+    (tmp_path / "b").write_bytes(b"old")
+    synced: list[int] = []
+    real_fsync = os.fsync
+
+    def fsync(fd: int) -> None:
+        synced.append(fd)
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    batch = DurableBatch()
+    for name in ("a", "b", "c"):
+        batch.write(tmp_path / name, name.encode() * 3)
+    # Before the commit: the old bytes, the new ones only in hidden temp files
+    assert (tmp_path / "b").read_bytes() == b"old"
+    assert not (tmp_path / "a").exists()
+    assert len(batch) == 3 and synced == []
+    batch.commit()
+    # Every file was fsynced before any rename, and no temp file is left
+    assert len(synced) == 3
+    assert sorted(os.listdir(tmp_path)) == ["a", "b", "c"]
+    assert [(tmp_path / n).read_bytes() for n in "abc"] == [b"aaa", b"bbb", b"ccc"]
+    assert {_mode(tmp_path / n) for n in "abc"} == {0o600}
+
+
+@pytest.mark.parametrize("fail", ["fsync", "replace"])
+def test_a_failed_batch_commit_leaves_no_temp(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fail: str
+) -> None:
+    from store.atomic import DurableBatch
+
+    batch = DurableBatch()
+    for name in ("a", "b"):
+        batch.write(tmp_path / name, b"x")
+
+    def boom(*args: object) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, fail, boom)
+    with pytest.raises(OSError):
+        batch.commit()
+    assert os.listdir(tmp_path) == []
+    assert len(batch) == 0
+
+
+def test_an_abandoned_batch_leaves_nothing(tmp_path: Path) -> None:
+    from store.atomic import DurableBatch
+
+    batch = DurableBatch()
+    batch.write(tmp_path / "a", b"x")
+    batch.abandon()
+    assert os.listdir(tmp_path) == []

@@ -527,3 +527,18 @@ def test_a_publish_encodes_only_the_chunks_whose_rows_changed(
     w.publish(manifest(1, changed))
     assert len(encoded) == len(open_snapshot(tmp_path).manifest.chunks)
     assert open_snapshot(tmp_path).manifest.sessions == changed
+
+
+def test_records_put_in_a_batch_appear_when_it_ends_and_not_when_it_fails(
+    tmp_path: Path,
+) -> None:
+    w = StoreWriter(tmp_path)
+    with w.batch():
+        name, _ = w.put(hot_shard())
+        assert not w.layout.record_path(name).exists()
+    assert w.layout.record_path(name).is_file()
+    with pytest.raises(RuntimeError, match="boom"), w.batch():
+        other, _ = w.put(session_entries())
+        raise RuntimeError("boom")
+    assert not w.layout.record_path(other).exists()
+    assert not [p for p in w.layout.records.rglob("*") if p.name.startswith(".")]
