@@ -339,14 +339,22 @@ def _eligible(
     exact = filters.exact()
     out: list[tuple[ColdSession, int]] = []
     for c in cold.sessions:
-        try:
-            n = c.structural_matches(exact, filters.since, filters.until)
-        except RecordUnavailable:
-            result.unavailable.add(c.state.path)
-            continue
+        n = _matching_addresses(c, exact, filters, result)
         if n > 0:
             out.append((c, n))
     return out
+
+
+def _matching_addresses(
+    c: ColdSession, exact: Sequence[tuple[int, str]], filters: Filters, result: SearchResult
+) -> int:
+    """How many of *c*'s addresses match the filters; 0 (and *c* noted as unavailable) when
+    its record cannot be read."""
+    try:
+        return c.structural_matches(exact, filters.since, filters.until)
+    except RecordUnavailable:
+        result.unavailable.add(c.state.path)
+        return 0
 
 
 def _has_terms(c: ColdSession, encoded: Sequence[bytes], result: SearchResult) -> list[int]:
@@ -494,12 +502,7 @@ def _structural(
     for m in list(regions):
         kept: set[int] = set()
         for p in regions[m]:
-            c = views[p]
-            try:
-                n = c.structural_matches(exact, filters.since, filters.until)
-            except RecordUnavailable:
-                result.unavailable.add(c.state.path)
-                continue
+            n = _matching_addresses(views[p], exact, filters, result)
             if n > 0:
                 kept.add(p)
                 counts[p] = n
