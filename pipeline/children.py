@@ -115,6 +115,9 @@ class Shared:
     heartbeat: _Value
     published: _Value
     results: Any = None  # the bounded index → publisher queue of the current group
+    # one semaphore per index worker: the watcher releases them all after it journals,
+    # a worker waits on its own instead of sleeping out its idle timer
+    wakes: tuple[Any, ...] = ()
 
 
 class _Role(Protocol):
@@ -174,8 +177,39 @@ def _run(
         if busy:
             idle = settings.idle_min_s
         else:
-            shared.stop.wait(idle)
+            _pause(shared.stop, getattr(role, "wake", None), idle)
             idle = min(idle * 2, settings.idle_max_s)
+
+
+class _Wake(Protocol):
+    def wait(self, timeout: float) -> bool: ...
+
+
+class _Semaphore:
+    """A worker's wake semaphore as a ``_Wake``: one wait drains every release so far."""
+
+    def __init__(self, semaphore: Any) -> None:
+        self._semaphore = semaphore
+
+    def wait(self, timeout: float) -> bool:
+        if not self._semaphore.acquire(timeout=timeout):
+            return False
+        while self._semaphore.acquire(False):
+            pass
+        return True
+
+
+def _pause(stop: Flag, wake: _Wake | None, timeout: float) -> None:
+    """Sleep up to *timeout* seconds; a role that can tell when work arrives (``wake``) is
+    woken at once, not on the timer. Either way the stop flag is seen within 20 ms."""
+    if wake is None:
+        stop.wait(timeout)
+        return
+    deadline = time.monotonic() + timeout
+    while not stop.is_set():
+        left = deadline - time.monotonic()
+        if left <= 0 or wake.wait(min(left, 0.02)):
+            return
 
 
 def _die_with_parent(parent_pid: int) -> None:
@@ -216,9 +250,15 @@ class _WatcherRole:
         self.observers = Observers(self.watcher)
         self.observers.start(config.roots)
         self._reconciles = 0
+        self.wake = self.watcher.changed  # the observer thread marks a path: journal it now
+        self._workers = shared.wakes
 
     def loop_once(self, now: float) -> bool:
+        journaled = self.watcher.journaled
         busy = self.watcher.loop_once(now)
+        if self.watcher.journaled != journaled:
+            for wake in self._workers:
+                wake.release()
         if self.watcher.reconciles != self._reconciles:
             self._reconciles = self.watcher.reconciles
             self.observers.watch_new_roots(self.config.roots)  # a root may appear later
@@ -284,6 +324,7 @@ class _IndexRole:
             policy=policy_of(config),
         )
         self.worker.boot()
+        self.wake = _Semaphore(shared.wakes[0]) if shared.wakes else None
 
     def loop_once(self, now: float) -> bool:
         return self.worker.loop_once(now)

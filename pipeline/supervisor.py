@@ -137,6 +137,7 @@ class ProcessSupervisor:
         self.stop_work = Flag(self.ctx.Value("b", 0, lock=False))
         self.stop_publisher = Flag(self.ctx.Value("b", 0, lock=False))
         self.published = self.ctx.Value("q", -1, lock=False)
+        self.wakes = tuple(self.ctx.Semaphore(0) for _ in range(settings.workers))
         self.results: Any = None
         self.children: dict[str, _Child] = {}
         self.groups = {_WATCH: _Group(), _INDEX: _Group()}
@@ -259,6 +260,7 @@ class ProcessSupervisor:
             heartbeat=child.heartbeat,
             published=self.published,
             results=self.results if child.group == _INDEX else None,
+            wakes=_wakes_of(child, self.wakes),
         )
         child.heartbeat.value = time.time()
         process = self.ctx.Process(
@@ -498,3 +500,12 @@ def _last_line(text: str | None) -> str | None:
         return None
     lines = [line for line in text.strip().splitlines() if line.strip()]
     return lines[-1] if lines else None
+
+
+def _wakes_of(child: _Child, wakes: tuple[Any, ...]) -> tuple[Any, ...]:
+    """The watcher wakes every index worker; a worker waits on its own semaphore."""
+    if child.role == "watcher":
+        return wakes
+    if child.role == "index":
+        return (wakes[child.worker_id],)
+    return ()

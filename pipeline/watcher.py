@@ -82,6 +82,8 @@ class Watcher:
         self.journaled = 0
         self.reconciles = 0
         self._lock = threading.Lock()
+        # set by the observer side: the loop's idle pause ends at once instead of on its timer
+        self.changed = threading.Event()
         self._dirty: set[str] = set()
         self._rescan = True
         self._next_scan = 0.0
@@ -119,15 +121,18 @@ class Watcher:
     def mark(self, path: str) -> None:
         with self._lock:
             self._dirty.add(path)
+        self.changed.set()
 
     def request_reconcile(self) -> None:
         with self._lock:
             self._rescan = True
+        self.changed.set()
 
     # -- the loop --------------------------------------------------------------------------
 
     def loop_once(self, now: float) -> bool:
         """Journal what changed since the last call; True when it journaled something."""
+        self.changed.clear()  # a mark from now on wakes the next pause
         if self._rescan or now >= self._next_scan:
             self.reconcile(now)
         backlog = self.journal.head() - self.published()
