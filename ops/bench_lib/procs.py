@@ -125,7 +125,13 @@ def run_measured(
     cwd: str | None = None,
     timeout: float | None = None,
 ) -> Measured:
-    """Run ``argv`` to completion, measuring wall time, sampled peak tree RSS and its writes."""
+    """Run ``argv`` to completion, measuring wall time, sampled peak tree RSS and its writes.
+
+    What was written before is flushed first, so a run is not billed for the writeback of
+    what ran before it (the corpus generator's 100 MB to 1 GB, another tool's index): a
+    tool that syncs would otherwise wait for it, one that does not would not.
+    """
+    os.sync()
     before = io_counters()
     started = time.perf_counter()
     proc = subprocess.Popen(
