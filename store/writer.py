@@ -17,6 +17,7 @@ import contextlib
 import fcntl
 import os
 import shutil
+import stat
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
@@ -257,7 +258,10 @@ class StoreWriter:
         self._ensure_dir(self.layout.root)
         fd = os.open(self.layout.lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, FILE_MODE)
         try:
-            os.fchmod(fd, FILE_MODE)
+            # O_CREAT's mode went through the umask; an unneeded chmod would still dirty the
+            # inode on every run, a no-op included.
+            if stat.S_IMODE(os.fstat(fd).st_mode) != FILE_MODE:
+                os.fchmod(fd, FILE_MODE)
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             os.close(fd)
