@@ -611,9 +611,12 @@ class Generation:
         self._views[branches] = (states, out)
         return out
 
-    def cold_places(self, views: tuple[ColdSession, ...], lexicon: ColdLexicon) -> ScopePlaces:
-        """Where each of *views* sits for this generation's *lexicon*; kept for the last
-        scope asked (by identity)."""
+    def cold_places(self, views: tuple[ColdSession, ...]) -> ScopePlaces | None:
+        """Where each of *views* sits for this generation's lexicon (None without one); kept
+        for the last scope asked (by identity)."""
+        lexicon = self.lexicon()
+        if lexicon is None:
+            return None
         if self._places is not None and self._places[0] is views:
             return self._places[1]
         places = ScopePlaces(views, lexicon)

@@ -383,8 +383,7 @@ def recall(
                     term_index == "auto" and gen.want_terms(req.branches, lookups)
                 ):
                     terms = gen.terms(req.branches)
-            places = gen.cold_places(colds, lexicon) if lexicon is not None else None
-            cold_scope = ColdScope(colds, terms, lexicon, req.branches, places)
+            cold_scope = ColdScope(colds, terms, lexicon, req.branches, gen.cold_places(colds))
     result = search(
         plan,
         req.filters,

@@ -383,33 +383,23 @@ def _cold_terms(
     if not eligible or not terms:
         return [], 0, True
     encoded = [t.encode("utf-8") for t in terms]
-    if cold.places is not None and isinstance(eligible, _Unfiltered) and _by_lexicon(cold):
+    if cold.places is not None and isinstance(eligible, _Unfiltered):
         regions = _lexicon_regions(cold, cold.places, eligible, encoded, match_all, result)
         counts = _structural(regions, eligible.views, filters, result)
         return _score_regions(regions, eligible.views, counts, len(terms), limit, keep)
+    # No lexicon: the merged term index when built, else each digest's own vocabulary.
     holders: list[set[int]] | None = None
     numbers: dict[str, int] = {}
     if cold.terms is not None:
         index, numbers = cold.terms
         holders = [set(index.holders(t)) for t in encoded]
-    lexicon = cold.lexicon
-    named: list[set[str]] = []
-    if lexicon is not None:
-        named = [lexicon.holders(t, cold.branches) for t in encoded]
     full = (1 << len(terms)) - 1
     masks: list[tuple[ColdSession, int, int]] = []  # (view, matched terms as bits, structural)
     # A digest outside every holder set is skipped with one set probe, so a rare term
     # costs a dict lookup per digest in scope instead of one per (digest, term).
     anywhere: set[int] = set().union(*holders) if holders is not None else set()
-    held: set[str] = set().union(*named)
-    covered = lexicon.covered if lexicon is not None else set()
     for c, structural in eligible:
-        name = c.name
-        if name in covered:
-            if name not in held:
-                continue
-            hit = [i for i, h in enumerate(named) if name in h]
-        elif holders is not None:
+        if holders is not None:
             number = numbers.get(c.state.path, -1)
             if number not in anywhere:
                 continue
@@ -484,7 +474,7 @@ def _lexicon_regions(
 
 
 def _by_lexicon(cold: ColdScope) -> bool:
-    return cold.lexicon is not None and cold.places is not None
+    return cold.places is not None  # a scope has places exactly when a lexicon covers it
 
 
 def _structural(
