@@ -21,7 +21,7 @@ OPS = REPO / "ops"
 sys.path.insert(0, str(OPS))
 
 from bench_lib.groups import GROUPS, build_groups  # noqa: E402
-from bench_lib.procs import percentiles, run_measured  # noqa: E402
+from bench_lib.procs import percentiles, resident_kb, rss_kb, run_measured  # noqa: E402
 from bench_lib.report import evaluate  # noqa: E402
 
 
@@ -46,6 +46,25 @@ def test_run_measured_sees_a_child_tree_and_its_writes(tmp_path: Path) -> None:
     assert m.returncode == 0
     assert m.peak_rss_kb > 0
     assert m.wchar >= 65536  # the grandchild's write reached us when it was reaped
+
+
+def test_resident_size_is_vmrss() -> None:
+    own = resident_kb(os.getpid())
+    assert abs(own - rss_kb(os.getpid())) <= 4096  # both read now: allow a little growth
+    assert resident_kb(2**22 + 12345) == 0  # no such process
+
+
+def test_run_measured_sums_the_rss_of_the_whole_tree(tmp_path: Path) -> None:
+    grandchild = tmp_path / "grandchild.py"
+    # 96 MiB with every page written stays resident until the process exits.
+    grandchild.write_text(
+        "b = bytearray(96 << 20)\nb[::4096] = b'x' * (len(b) // 4096)\n"
+        "import time; time.sleep(0.8)\n"
+    )
+    code = f"import subprocess, sys; subprocess.run([sys.executable, {str(grandchild)!r}])"
+    m = run_measured([sys.executable, "-c", code])
+    assert m.returncode == 0
+    assert m.peak_rss_kb > 96 << 10  # the grandchild's memory, found by a later tree lookup
 
 
 def _manifest() -> dict[str, object]:
