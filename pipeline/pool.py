@@ -3,49 +3,205 @@
 Spawning a pool and importing the stages in it costs a few hundred milliseconds, so a run
 spawns one at the first work worth it and keeps it for every batch of sessions and then for
 the cold lexicon's buckets. Small runs never spawn: the work is done in this process.
+
+::
+
+    parent: tasks (FIFO; a retry goes first) ─► an idle worker, over its own pipe
+            wait(every busy worker's pipe and process sentinel)
+              a result          ─► the task is done; the worker takes the next one
+              the process ended ─► "died": a replacement is started, and
+                  a message of several sessions ─► each session again, one per message
+                  a message of one session      ─► that session is skipped (index_error)
+                  a lexicon bucket              ─► built once more, then WorkerDied
+
+A worker that dies (killed by the kernel for memory, a crash in native code, a kill -9)
+takes only its own message with it. ``multiprocessing.Pool`` replaces a dead worker but never
+reports its task, so a run waited for it forever.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Iterator, Mapping, Sequence
+import signal
+import traceback
+from collections import deque
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Final
 
+import structlog
+
+from pipeline.exits import describe_exit
 from pipeline.lexicon import LexiconKeeper, build_bucket
 from pipeline.session_job import Job, JobResult, index_session, index_sessions
 from store.writer import StoreWriter
 
-__all__ = ["UNITS_PER_WORKER", "WorkerPool"]
+__all__ = [
+    "UNITS_PER_WORKER",
+    "BucketHandle",
+    "TaskFailed",
+    "WorkerDied",
+    "WorkerPool",
+]
+
+log = structlog.get_logger()
 
 # Pool messages per worker, at least: the last one bounds how long a worker runs on alone.
 UNITS_PER_WORKER: Final = 32
+# Workers that die before they are up, one after another: past this they cannot run at all
+# (a broken installation), and the run stops instead of respawning them.
+_DEAD_ON_ARRIVAL: Final = 3
+_BUCKET_ATTEMPTS: Final = 2
+_STOP_WAIT_S: Final = 5.0
+_READY: Final = "ready"
+# Tasks sent to a worker ahead of its answers: the next one is waiting in its pipe when it
+# finishes, instead of a round trip through the parent later.
+_SENT_PER_WORKER: Final = 2
+
+
+class WorkerDied(Exception):
+    """Worker processes died running work that cannot be skipped (a lexicon bucket), or
+    died before doing any work at all."""
+
+
+class TaskFailed(Exception):
+    """A task raised in its worker process; the message holds the worker's traceback."""
+
+
+def _serve(conn: Any) -> None:
+    """A worker's loop: say it is up, then run each (function, args) it is sent and answer
+    (ok, value or traceback)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the group; the parent decides
+    conn.send(_READY)
+    while True:
+        try:
+            message = conn.recv()
+        except (EOFError, OSError):
+            return  # the parent is gone
+        if message is None:
+            return
+        fn, args = message
+        try:
+            answer: tuple[bool, Any] = (True, fn(*args))
+        except Exception:  # noqa: BLE001 - the parent raises it as TaskFailed
+            answer = (False, traceback.format_exc())
+        conn.send(answer)
+
+
+@dataclass(eq=False)
+class _Task:
+    fn: Callable[..., Any]
+    args: tuple[Any, ...]
+    on_died: Callable[[_Task, str], None]
+    on_done: Callable[[Any], None] | None = None
+    settled: bool = False
+    value: Any = None
+    error: BaseException | None = None
+    deaths: int = 0
+
+
+@dataclass(eq=False)
+class _Worker:
+    process: Any
+    conn: Any
+    tasks: deque[_Task] = field(default_factory=deque)  # sent, oldest (the running one) first
+    up: bool = False
+
+
+@dataclass(eq=False)
+class BucketHandle:
+    """A lexicon bucket handed to the pool; ``get()`` runs the pool until it is built."""
+
+    pool: WorkerPool
+    task: _Task = field(repr=False)
+
+    def get(self) -> tuple[str, int]:
+        """(segment name, bytes written). Raises WorkerDied or TaskFailed."""
+        while not self.task.settled:
+            self.pool.step()
+        if self.task.error is not None:
+            raise self.task.error
+        value: tuple[str, int] = self.task.value
+        return value
+
+
+IndexUnit = Callable[[Sequence[Job]], list[JobResult]]
+BuildBucket = Callable[[str, tuple[str, ...]], tuple[str, int]]
 
 
 class WorkerPool:
-    """Index jobs and lexicon buckets, in worker processes unless *inline*."""
+    """Index jobs and lexicon buckets, in worker processes unless *inline*.
 
-    def __init__(self, processes: int | None, inline: bool) -> None:
+    *index_unit* and *build_bucket* are what a worker runs for one message of jobs and for
+    one bucket (module-level functions, imported by name in the worker).
+    """
+
+    def __init__(
+        self,
+        processes: int | None,
+        inline: bool,
+        *,
+        index_unit: IndexUnit = index_sessions,
+        build_bucket: BuildBucket = build_bucket,
+    ) -> None:
         self.workers = max(1, processes or os.cpu_count() or 1)
         self.inline = inline
-        self._pool: Any = None
+        self.index_unit = index_unit
+        self.build_bucket = build_bucket
+        self._ctx: Any = None
+        self._running: list[_Worker] = []
+        self._queue: deque[_Task] = deque()
+        self._dead_on_arrival = 0
 
-    def _started(self) -> Any:
-        if self._pool is None:
-            import multiprocess  # deferred: spawning costs nothing until there is real work
-
-            self._pool = multiprocess.get_context("spawn").Pool(self.workers)
-        return self._pool
+    # -- work -------------------------------------------------------------------------------
 
     def index(self, jobs: Sequence[Job], sizes: Mapping[str, int]) -> Iterator[JobResult]:
-        """Every job's result, in the order they finish."""
+        """Every job's result, in the order they finish; a job whose worker died on it alone
+        is an ``index_error`` result."""
         if self.inline or len(jobs) <= 1:
             yield from map(index_session, jobs)
             return
-        units = _units(jobs, sizes, self.workers)
-        for results in self._started().imap_unordered(index_sessions, units):
-            yield from results
+        finished: deque[JobResult] = deque()
+        left = len(jobs)
+
+        def submit(unit: list[Job], *, first: bool = False) -> None:
+            task = _Task(self.index_unit, (unit,), died, finished.extend)
+            if first:
+                self._queue.appendleft(task)
+            else:
+                self._queue.append(task)
+
+        def died(task: _Task, how: str) -> None:
+            (unit,) = task.args
+            if len(unit) > 1:
+                # Which session killed it is unknown: each goes again, alone, first in line.
+                for job in reversed(unit):
+                    submit([job], first=True)
+                return
+            (job,) = unit
+            log.error("session.failed", path=job.path, error=f"worker process {how}")
+            finished.append(
+                JobResult(
+                    job.path,
+                    job.agent,
+                    None,
+                    0,
+                    0,
+                    reason="index_error",
+                    error=f"the worker process indexing this session {how}",
+                )
+            )
+
+        for unit in _units(jobs, sizes, self.workers):
+            submit(unit)
+        while left:
+            while not finished:
+                self.step()
+            left -= 1
+            yield finished.popleft()
 
     def build_buckets(
         self, index_dir: Path, buckets: Sequence[tuple[str, ...]]
@@ -58,22 +214,155 @@ class WorkerPool:
                 before = keeper.writer.bytes_written
                 out.append((keeper.build(bucket), keeper.writer.bytes_written - before))
             return out
-        args = [(str(index_dir), bucket) for bucket in buckets]
-        built: list[tuple[str, int]] = self._started().starmap(build_bucket, args, chunksize=1)
-        return built
+        handles = [self._bucket(index_dir, bucket) for bucket in buckets]
+        return [h.get() for h in handles]
 
-    def submit_bucket(self, index_dir: Path, bucket: tuple[str, ...]) -> Any | None:
-        """Start building one bucket while jobs still run (None when this pool is inline);
-        the handle's ``get()`` gives (segment name, bytes written)."""
+    def submit_bucket(self, index_dir: Path, bucket: tuple[str, ...]) -> BucketHandle | None:
+        """Start building one bucket while jobs still run (None when this pool is inline)."""
         if self.inline:
             return None
-        return self._started().apply_async(build_bucket, (str(index_dir), bucket))
+        return self._bucket(index_dir, bucket)
+
+    def _bucket(self, index_dir: Path, bucket: tuple[str, ...]) -> BucketHandle:
+        def died(dead: _Task, how: str) -> None:
+            if dead.deaths < _BUCKET_ATTEMPTS:
+                self._queue.appendleft(dead)
+                return
+            dead.error = WorkerDied(
+                f"a worker process {how} building a lexicon bucket of {len(bucket)} digests, "
+                f"{dead.deaths} times"
+            )
+            dead.settled = True
+
+        task = _Task(self.build_bucket, (str(index_dir), bucket), died)
+        self._queue.append(task)
+        return BucketHandle(self, task)
+
+    # -- the processes ----------------------------------------------------------------------
+
+    def step(self) -> None:
+        """Hand queued tasks to idle workers, then wait until at least one busy worker
+        answers or dies, and settle what happened."""
+        self._dispatch()
+        busy = [w for w in self._running if w.tasks]
+        if not busy:
+            return
+        from multiprocess.connection import wait
+
+        ready = set(wait([w.conn for w in busy] + [w.process.sentinel for w in busy]))
+        for worker in busy:
+            if worker.conn in ready or worker.process.sentinel in ready:
+                self._settle(worker)
+
+    def _dispatch(self) -> None:
+        if not self._queue:
+            return
+        if not self._running:
+            for _ in range(self.workers):
+                self._running.append(self._spawn())
+        for worker in list(self._running):
+            if not worker.tasks and not worker.process.is_alive():
+                # It died idle, so no task is to blame; only its replacement gets work.
+                self._running.remove(worker)
+                worker.conn.close()
+                how = describe_exit(worker.process.exitcode)
+                if worker.up:
+                    log.warning("worker.crashed", pid=worker.process.pid, how=how, task=None)
+                else:
+                    self._dead_on_arrival += 1
+                    self._check_starting(how)
+                worker = self._spawn()
+                self._running.append(worker)
+            while len(worker.tasks) < _SENT_PER_WORKER and self._queue:
+                task = self._queue.popleft()
+                try:
+                    worker.conn.send((task.fn, task.args))
+                except OSError:  # it just died: its sentinel says so at the next wait
+                    self._queue.appendleft(task)
+                    break
+                worker.tasks.append(task)
+
+    def _spawn(self) -> _Worker:
+        if self._ctx is None:
+            import multiprocess  # deferred: spawning costs nothing until there is real work
+
+            self._ctx = multiprocess.get_context("spawn")
+        parent, child = self._ctx.Pipe()
+        process = self._ctx.Process(target=_serve, args=(child,), daemon=True)
+        process.start()
+        child.close()
+        return _Worker(process, parent)
+
+    def _settle(self, worker: _Worker) -> None:
+        answer: Any = None
+        with contextlib.suppress(EOFError, OSError):
+            if worker.conn.poll():
+                answer = worker.conn.recv()
+        if answer is None:
+            if worker.process.is_alive():
+                return  # woken by a partial message: the rest follows
+            self._bury(worker)
+            return
+        if answer == _READY:
+            worker.up = True
+            self._dead_on_arrival = 0
+            return
+        task = worker.tasks.popleft()
+        ok, value = answer
+        if ok:
+            task.value = value
+            if task.on_done is not None:
+                task.on_done(value)
+        else:
+            task.error = TaskFailed(f"{task.fn.__name__} failed in a worker process:\n{value}")
+        task.settled = True
+
+    def _bury(self, worker: _Worker) -> None:
+        """*worker* died: replace it, then tell the task it was running (the ones sent after
+        it never started and go first in line again)."""
+        task, *unstarted = worker.tasks
+        self._queue.extendleft(reversed(unstarted))
+        worker.process.join()
+        how = describe_exit(worker.process.exitcode)
+        worker.conn.close()
+        self._running.remove(worker)
+        if not worker.up:
+            # It died starting: its task is not to blame and goes first again.
+            self._dead_on_arrival += 1
+            self._queue.appendleft(task)
+            self._check_starting(how)
+        else:
+            log.warning("worker.crashed", pid=worker.process.pid, how=how, task=task.fn.__name__)
+            task.deaths += 1
+            task.on_died(task, how)
+        self._running.append(self._spawn())
+
+    def _check_starting(self, how: str) -> None:
+        if self._dead_on_arrival:
+            log.warning("worker.boot_failed", how=how, in_a_row=self._dead_on_arrival)
+        if self._dead_on_arrival >= _DEAD_ON_ARRIVAL:
+            raise WorkerDied(f"worker processes die as they start (the last {how})")
 
     def close(self) -> None:
-        if self._pool is not None:
-            self._pool.close()
-            self._pool.join()
-            self._pool = None
+        """Let every worker finish and exit (those that do not within a few seconds are
+        terminated)."""
+        running, self._running = self._running, []
+        for worker in running:
+            with contextlib.suppress(OSError):
+                worker.conn.send(None)
+        for worker in running:
+            worker.process.join(_STOP_WAIT_S)
+            if worker.process.exitcode is None:
+                worker.process.terminate()
+                worker.process.join()
+            worker.conn.close()
+        self._queue.clear()
+
+    def terminate(self) -> None:
+        for worker in self._running:
+            if worker.process.exitcode is None:
+                worker.process.terminate()
+        self.close()
 
     def __enter__(self) -> WorkerPool:
         return self
@@ -84,19 +373,19 @@ class WorkerPool:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        if exc is not None and self._pool is not None:
-            self._pool.terminate()
-        self.close()
+        if exc is not None:
+            self.terminate()
+        else:
+            self.close()
 
 
 def _units(jobs: Sequence[Job], sizes: Mapping[str, int], workers: int) -> list[list[Job]]:
     """*jobs* (biggest first) in runs of consecutive jobs, one pool message each.
 
-    The pool's parent threads wake for every result message, about 0.4 ms of parent CPU each
-    (measured on the size-S bench), taken from the CPUs the workers need; so small sessions go
-    several to a message. A run holds up to 1/``UNITS_PER_WORKER`` of a worker's share of the
-    source bytes: a big session is a message of its own, and no message keeps one worker
-    busy long after the others are done.
+    The parent wakes for every result message, taking CPU from the workers, so small
+    sessions go several to a message. A run holds up to 1/``UNITS_PER_WORKER`` of a worker's
+    share of the source bytes: a big session is a message of its own, and no message keeps one
+    worker busy long after the others are done.
     """
     cap = max(1, sum(sizes[j.path] for j in jobs) // (workers * UNITS_PER_WORKER))
     units: list[list[Job]] = []

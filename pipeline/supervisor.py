@@ -45,6 +45,7 @@ import orjson
 import structlog
 
 from pipeline.children import EXIT_BOOT, ChildSpec, Flag, Shared, child_main
+from pipeline.exits import describe_exit
 from pipeline.resume import journal_start
 from pipeline.settings import RunSettings
 from store.atomic import atomic_write, ensure_dir
@@ -487,12 +488,7 @@ class ProcessSupervisor:
 
 
 def _describe_exit(code: int) -> str:
-    if code < 0:
-        name = signal.Signals(-code).name
-        return f"killed by {name}" + (" (out of memory?)" if -code == signal.SIGKILL else "")
-    if code == EXIT_BOOT:
-        return "could not start"
-    return f"exited with status {code}"
+    return "could not start" if code == EXIT_BOOT else describe_exit(code)
 
 
 def _last_line(text: str | None) -> str | None:

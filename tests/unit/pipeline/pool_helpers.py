@@ -1,0 +1,50 @@
+"""What the worker processes of the pool tests run: module-level, so a spawned worker imports
+them by name."""
+
+from __future__ import annotations
+
+import os
+import signal
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from pipeline.lexicon import build_bucket
+from pipeline.session_job import Job, JobResult, index_sessions
+
+POISON = "poison"
+
+
+def _die() -> None:
+    os.kill(os.getpid(), signal.SIGKILL)  # as the kernel's OOM killer would
+
+
+def index_or_die(jobs: Sequence[Job]) -> list[JobResult]:
+    """Index the jobs one by one; a job whose file name holds POISON kills the worker."""
+    results: list[JobResult] = []
+    for job in jobs:
+        if POISON in Path(job.path).name:
+            _die()
+        results.extend(index_sessions([job]))
+    return results
+
+
+def bucket_dies(index_dir: str, digests: tuple[str, ...]) -> tuple[str, int]:
+    _die()
+    raise AssertionError("unreachable")
+
+
+def bucket_dies_once(index_dir: str, digests: tuple[str, ...]) -> tuple[str, int]:
+    marker = Path(index_dir) / "died-once"
+    if not marker.exists():
+        marker.touch()
+        _die()
+    return build_bucket(index_dir, digests)
+
+
+def bucket_raises(index_dir: str, digests: tuple[str, ...]) -> tuple[str, int]:
+    raise OSError(28, "No space left on device")
+
+
+def die_at_start(conn: Any) -> None:
+    os._exit(1)

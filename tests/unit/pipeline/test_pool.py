@@ -1,0 +1,131 @@
+"""The catch-up pool: a worker that dies costs its own message only, never the run."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+import pipeline.pool
+from pipeline.corpus import generate
+from pipeline.exits import describe_exit
+from pipeline.lexicon import LexiconKeeper
+from pipeline.pool import TaskFailed, WorkerDied, WorkerPool
+from pipeline.session_job import Job
+from stages.policy import Policy
+from store.writer import StoreWriter
+from tests.unit.pipeline import pool_helpers
+from tests.unit.pipeline.pool_helpers import POISON
+
+pytestmark = pytest.mark.integration  # spawns worker processes
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
+    out = tmp_path_factory.mktemp("corpus")
+    generate(out, sessions=8, mean_kb=4, seed=5, agents=("pi",))
+    files = sorted((out / "pi").rglob("*.jsonl"))
+    # the poisoned session sits in the middle of a message of several
+    poison = files[3].with_name(f"{POISON}-{files[3].name}")
+    shutil.copy(files[3], poison)
+    files[3] = poison
+    return files
+
+
+def _jobs(files: list[Path], index: Path) -> tuple[list[Job], dict[str, int]]:
+    jobs = [Job(str(f), "pi", "cold", Policy(), str(index)) for f in files]
+    return jobs, {str(f): f.stat().st_size for f in files}
+
+
+def test_a_session_that_kills_its_worker_is_skipped_and_the_rest_indexed(
+    corpus: list[Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(pipeline.pool, "UNITS_PER_WORKER", 1)  # messages of several sessions
+    jobs, sizes = _jobs(corpus, tmp_path / "index")
+    with WorkerPool(2, inline=False, index_unit=pool_helpers.index_or_die) as pool:
+        results = list(pool.index(jobs, sizes))
+    assert sorted(r.path for r in results) == sorted(sizes)  # each job answered exactly once
+    by_path = {r.path: r for r in results}
+    poison = next(p for p in sizes if POISON in p)
+    assert by_path[poison].state is None
+    assert by_path[poison].reason == "index_error"
+    assert "killed by SIGKILL" in (by_path[poison].error or "")
+    others = [r for r in results if r.path != poison]
+    assert all(r.state is not None and r.reason is None for r in others)
+
+
+def test_the_same_sessions_index_the_same_in_workers_and_inline(
+    corpus: list[Path], tmp_path: Path
+) -> None:
+    healthy = [f for f in corpus if POISON not in f.name]
+    jobs, sizes = _jobs(healthy, tmp_path / "spawned")
+    with WorkerPool(2, inline=False) as pool:
+        spawned = {r.path: r.state for r in pool.index(jobs, sizes)}
+    jobs, sizes = _jobs(healthy, tmp_path / "inline")
+    with WorkerPool(2, inline=True) as pool:
+        inline = {r.path: r.state for r in pool.index(jobs, sizes)}
+    assert spawned == inline
+    assert all(s is not None for s in spawned.values())
+
+
+def _buckets(corpus: list[Path], index: Path) -> list[tuple[str, ...]]:
+    healthy = [f for f in corpus if POISON not in f.name]
+    jobs, sizes = _jobs(healthy, index)
+    with WorkerPool(1, inline=True) as pool:
+        states = [r.state for r in pool.index(jobs, sizes) if r.state is not None]
+    return list(LexiconKeeper(StoreWriter(index)).plan((), states).todo)
+
+
+def test_a_bucket_whose_worker_died_is_built_again(corpus: list[Path], tmp_path: Path) -> None:
+    index = tmp_path / "index"
+    buckets = _buckets(corpus, index)
+    with WorkerPool(2, inline=False, build_bucket=pool_helpers.bucket_dies_once) as pool:
+        handle = pool.submit_bucket(index, buckets[0])
+        assert handle is not None
+        name, written = handle.get()
+    assert (index / "died-once").exists()  # the first attempt died
+    assert written > 0
+    assert StoreWriter(index).layout.record_path(name).is_file()
+
+
+def test_a_bucket_that_keeps_killing_workers_stops_the_run(
+    corpus: list[Path], tmp_path: Path
+) -> None:
+    index = tmp_path / "index"
+    buckets = _buckets(corpus, index)
+    with (
+        pytest.raises(WorkerDied, match="killed by SIGKILL.*2 times"),
+        WorkerPool(2, inline=False, build_bucket=pool_helpers.bucket_dies) as pool,
+    ):
+        pool.build_buckets(index, [buckets[0], buckets[0]])
+
+
+def test_an_error_in_a_worker_comes_back_with_its_traceback(
+    corpus: list[Path], tmp_path: Path
+) -> None:
+    index = tmp_path / "index"
+    buckets = _buckets(corpus, index)
+    with (
+        pytest.raises(TaskFailed, match="No space left on device"),
+        WorkerPool(2, inline=False, build_bucket=pool_helpers.bucket_raises) as pool,
+    ):
+        pool.build_buckets(index, [buckets[0], buckets[0]])
+
+
+def test_workers_that_cannot_start_stop_the_run_instead_of_respawning_forever(
+    corpus: list[Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(pipeline.pool, "_serve", pool_helpers.die_at_start)
+    jobs, sizes = _jobs([f for f in corpus if POISON not in f.name], tmp_path / "index")
+    with (
+        pytest.raises(WorkerDied, match="die as they start"),
+        WorkerPool(2, inline=False) as pool,
+    ):
+        list(pool.index(jobs, sizes))
+
+
+def test_exits_are_described_for_people() -> None:
+    assert describe_exit(-9) == "killed by SIGKILL (out of memory?)"
+    assert describe_exit(-15) == "killed by SIGTERM"
+    assert describe_exit(3) == "exited with status 3"
