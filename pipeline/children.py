@@ -32,6 +32,7 @@ import structlog
 from pipeline.indexer import policy_of
 from pipeline.logs import configure_logging
 from pipeline.publisher import Publisher
+from pipeline.quarantine import Breadcrumb, Quarantined
 from pipeline.resume import journal_start
 from pipeline.settings import RunSettings
 from pipeline.watcher import Observers, Watcher
@@ -69,6 +70,7 @@ class ChildSpec:
     worker_id: int = 0
     log_json: bool = True
     log_level: int = 20
+    quarantine: tuple[Quarantined, ...] = ()  # sessions an index worker must not index
 
 
 class _Value(Protocol):
@@ -118,6 +120,7 @@ class Shared:
     # one semaphore per index worker: the watcher releases them all after it journals,
     # a worker waits on its own instead of sleeping out its idle timer
     wakes: tuple[Any, ...] = ()
+    breadcrumb: Breadcrumb | None = None  # an index worker's: the session it works on
 
 
 class _Role(Protocol):
@@ -322,6 +325,8 @@ class _IndexRole:
             journal=self.journal,
             outbox=_QueueOutbox(shared.results, stopping),
             policy=policy_of(config),
+            breadcrumb=shared.breadcrumb,
+            quarantine={q.path: q for q in spec.quarantine},
         )
         self.worker.boot()
         self.wake = _Semaphore(shared.wakes[0]) if shared.wakes else None

@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import Final
 
 import blake3
 import structlog
@@ -33,7 +33,6 @@ from store.writer import StoreWriter
 
 __all__ = [
     "BUCKET_DIGESTS",
-    "BackgroundBuilds",
     "LexiconKeeper",
     "LexiconPlan",
     "bucket_count",
@@ -189,48 +188,3 @@ def build_bucket(index_dir: str, digests: tuple[str, ...]) -> tuple[str, int]:
     writer = StoreWriter(Path(index_dir))
     segment = LexiconKeeper(writer).build(digests)
     return segment, writer.bytes_written
-
-
-class BackgroundBuilds:
-    """One worker process building lexicon buckets while the publisher keeps publishing.
-
-    A bucket of a large cold tier takes a good part of a second to build; built in the
-    publisher's own loop it would hold back every append waiting to be published.
-    """
-
-    def __init__(self, index_dir: Path) -> None:
-        self.index_dir = str(index_dir)
-        self._pool: Any = None
-        self._running: Any = None
-        self.building: tuple[str, ...] | None = None  # the bucket being built
-
-    @property
-    def busy(self) -> bool:
-        return self._running is not None
-
-    def submit(self, digests: tuple[str, ...]) -> None:
-        if self._pool is None:
-            import multiprocess  # deferred: most publishers never need it
-
-            self._pool = multiprocess.get_context("spawn").Pool(1)
-        self._running = self._pool.apply_async(build_bucket, (self.index_dir, digests))
-        self.building = digests
-
-    def poll(self, timeout: float | None = 0.0) -> str | None:
-        """The segment just built once the running build has finished, else None (a None
-        *timeout* waits for it)."""
-        if self._running is None:
-            return None
-        self._running.wait(timeout)
-        if not self._running.ready():
-            return None
-        running, self._running, self.building = self._running, None, None
-        name, _ = running.get()
-        return str(name)
-
-    def close(self) -> None:
-        if self._pool is not None:
-            self._pool.terminate()
-            self._pool.join()
-            self._pool = None
-        self._running = self.building = None

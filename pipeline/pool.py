@@ -24,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import time
 import traceback
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -41,6 +42,7 @@ from store.writer import StoreWriter
 
 __all__ = [
     "UNITS_PER_WORKER",
+    "BackgroundBuilds",
     "BucketHandle",
     "TaskFailed",
     "WorkerDied",
@@ -118,10 +120,22 @@ class BucketHandle:
     pool: WorkerPool
     task: _Task = field(repr=False)
 
+    def wait(self, timeout: float | None) -> bool:
+        """Run the pool until the bucket is built or failed, or *timeout* seconds passed
+        (None: no limit); True when it is settled."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while not self.task.settled:
+            # At least one step, even with no time left: it hands the task to a worker and
+            # collects an answer already there.
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            self.pool.step(left)
+            if left == 0.0 and not self.task.settled:
+                return False
+        return True
+
     def get(self) -> tuple[str, int]:
         """(segment name, bytes written). Raises WorkerDied or TaskFailed."""
-        while not self.task.settled:
-            self.pool.step()
+        self.wait(None)
         if self.task.error is not None:
             raise self.task.error
         value: tuple[str, int] = self.task.value
@@ -240,16 +254,17 @@ class WorkerPool:
 
     # -- the processes ----------------------------------------------------------------------
 
-    def step(self) -> None:
+    def step(self, timeout: float | None = None) -> None:
         """Hand queued tasks to idle workers, then wait until at least one busy worker
-        answers or dies, and settle what happened."""
+        answers or dies (or *timeout* seconds pass), and settle what happened."""
         self._dispatch()
         busy = [w for w in self._running if w.tasks]
         if not busy:
             return
         from multiprocess.connection import wait
 
-        ready = set(wait([w.conn for w in busy] + [w.process.sentinel for w in busy]))
+        waitables = [w.conn for w in busy] + [w.process.sentinel for w in busy]
+        ready = set(wait(waitables, timeout))
         for worker in busy:
             if worker.conn in ready or worker.process.sentinel in ready:
                 self._settle(worker)
@@ -377,6 +392,52 @@ class WorkerPool:
             self.terminate()
         else:
             self.close()
+
+
+class BackgroundBuilds:
+    """One worker process building lexicon buckets while the publisher keeps publishing.
+
+    A bucket of a large cold tier takes a good part of a second to build; built in the
+    publisher's own loop it would hold back every append waiting to be published. A build
+    whose worker died twice (or that raised) is dropped with ``lexicon.failed``: the bucket's
+    digests answer from their own vocabularies until the cold tier changes and the publisher
+    plans it again.
+    """
+
+    def __init__(self, index_dir: Path, *, build_bucket: BuildBucket = build_bucket) -> None:
+        self.index_dir = Path(index_dir)
+        self._pool = WorkerPool(1, inline=False, build_bucket=build_bucket)
+        self._running: BucketHandle | None = None
+        self.building: tuple[str, ...] | None = None  # the bucket being built
+
+    @property
+    def busy(self) -> bool:
+        return self._running is not None
+
+    def submit(self, digests: tuple[str, ...]) -> None:
+        self._running = self._pool.submit_bucket(self.index_dir, digests)
+        self.building = digests
+
+    def poll(self, timeout: float | None = 0.0) -> str | None:
+        """The segment just built once the running build has finished, else None (a None
+        *timeout* waits for it)."""
+        running = self._running
+        if running is None:
+            return None
+        try:
+            if not running.wait(timeout):
+                return None
+            self._running = self.building = None
+            name, _ = running.get()
+        except (WorkerDied, TaskFailed) as exc:
+            self._running = self.building = None
+            log.error("lexicon.failed", error=str(exc))
+            return None
+        return name
+
+    def close(self) -> None:
+        self._pool.terminate()
+        self._running = self.building = None
 
 
 def _units(jobs: Sequence[Job], sizes: Mapping[str, int], workers: int) -> list[list[Job]]:

@@ -21,7 +21,8 @@ from typing import Final
 import structlog
 
 from pipeline.engine import Drop, Skip, Upsert
-from pipeline.lexicon import BackgroundBuilds, LexiconKeeper
+from pipeline.lexicon import LexiconKeeper
+from pipeline.pool import BackgroundBuilds
 from pipeline.resume import PUBLISH_STAGE, resume_after, usable_manifest
 from pipeline.settings import RunSettings
 from pipeline.workers import Inbox, WorkerBatch

@@ -174,6 +174,8 @@ def collect_pipeline(config: Config, now_ns: int | None = None) -> dict[str, Any
         },
         "workers": workers,
         "restarts": sum(w["restarts"] for w in workers),
+        # sessions that killed an index worker every time, skipped until their file changes
+        "quarantined": run.get("quarantined", []) if running else [],
     }
 
 
@@ -261,6 +263,11 @@ def _render_pipeline(p: dict[str, Any]) -> list[str]:
         if w["lastError"]:
             line += f"; last error: {w['lastError']}"
         lines.append(line)
+    for q in p.get("quarantined", []):
+        lines.append(
+            f"quarantined {q['path']}: a worker died on it {q['crashes']} times "
+            f"({q['cause']}); skipped as index_error until the file changes"
+        )
     return lines
 
 

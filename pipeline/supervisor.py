@@ -46,6 +46,7 @@ import structlog
 
 from pipeline.children import EXIT_BOOT, ChildSpec, Flag, Shared, child_main
 from pipeline.exits import describe_exit
+from pipeline.quarantine import BREADCRUMB_BYTES, Breadcrumb, Quarantine
 from pipeline.resume import journal_start
 from pipeline.settings import RunSettings
 from store.atomic import atomic_write, ensure_dir
@@ -96,6 +97,7 @@ class _Child:
     group: str
     worker_id: int
     heartbeat: Any
+    breadcrumb: Breadcrumb | None = None
     process: Any = None
     conn: Any = None
     state: str = "starting"
@@ -151,9 +153,13 @@ class ProcessSupervisor:
         names = [("watcher", "watcher", _WATCH, 0)]
         names += [(f"index-{k}", "index", _INDEX, k) for k in range(settings.workers)]
         names.append(("publisher", "publisher", _INDEX, 0))
+        self.quarantine = Quarantine()
         for name, role, group, worker_id in names:
             heartbeat = self.ctx.Value("d", 0.0, lock=False)
-            self.children[name] = _Child(name, role, group, worker_id, heartbeat)
+            crumb = (
+                Breadcrumb(self.ctx.RawArray("c", BREADCRUMB_BYTES)) if role == "index" else None
+            )
+            self.children[name] = _Child(name, role, group, worker_id, heartbeat, crumb)
 
     # -- the run ---------------------------------------------------------------------------
 
@@ -254,7 +260,10 @@ class ProcessSupervisor:
             worker_id=child.worker_id,
             log_json=self.log_json,
             log_level=self.log_level,
+            quarantine=tuple(self.quarantine.held().values()) if child.role == "index" else (),
         )
+        if child.breadcrumb is not None:
+            child.breadcrumb.clear()
         stop = self.stop_publisher if child.role == "publisher" else self.stop_work
         shared = Shared(
             stop=stop,
@@ -262,6 +271,7 @@ class ProcessSupervisor:
             published=self.published,
             results=self.results if child.group == _INDEX else None,
             wakes=_wakes_of(child, self.wakes),
+            breadcrumb=child.breadcrumb,
         )
         child.heartbeat.value = time.time()
         process = self.ctx.Process(
@@ -345,7 +355,24 @@ class ProcessSupervisor:
                 cause=how,
                 traceback=child.last_error,
             )
+            self._blame(child, how)
             self._schedule_restart(child.group)
+
+    def _blame(self, child: _Child, how: str) -> None:
+        """Count the death against the session the worker was on (pipeline.quarantine)."""
+        crumb = child.breadcrumb.read() if child.breadcrumb is not None else None
+        if crumb is None:
+            return
+        held = self.quarantine.crashed(crumb, how)
+        log.warning("session.crashed_worker", worker=child.name, path=crumb[0], cause=how)
+        if held is not None:
+            log.error(
+                "session.quarantined",
+                path=held.path,
+                crashes=held.crashes,
+                cause=how,
+                until="its file changes",
+            )
 
     def _schedule_restart(self, group: str) -> None:
         state = self.groups[group]
@@ -479,6 +506,10 @@ class ProcessSupervisor:
                     "stats": c.stats,
                 }
                 for c in self.children.values()
+            ],
+            "quarantined": [
+                {"path": q.path, "crashes": q.crashes, "cause": q.how}
+                for q in self.quarantine.held().values()
             ],
         }
         with contextlib.suppress(OSError):  # status is best effort; the index is not

@@ -23,7 +23,7 @@ shape in memory; parallelism comes from sharding sessions across workers.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Final, Protocol
 
@@ -31,6 +31,7 @@ import blake3
 import structlog
 
 from pipeline.engine import DELETE, Change, SessionEngine, Skip, Upsert
+from pipeline.quarantine import Breadcrumb, Quarantined
 from pipeline.resume import resume_after, usable_manifest
 from pipeline.settings import RunSettings
 from stages.policy import Policy
@@ -87,8 +88,13 @@ class IndexWorker:
         outbox: Outbox,
         policy: Policy,
         clock: Callable[[], float] = time.monotonic,
+        breadcrumb: Breadcrumb | None = None,
+        quarantine: Mapping[str, Quarantined] | None = None,
     ) -> None:
         self.config = config
+        # where the supervisor finds the session this worker died on (pipeline.quarantine)
+        self.breadcrumb = breadcrumb
+        self.quarantine = dict(quarantine or {})
         self.worker_id = worker_id
         self.workers = settings.workers
         self.settings = settings
@@ -163,8 +169,14 @@ class IndexWorker:
         changes: list[Change] = []
         flushed = self.clock()
         for path, group in groups.items():
-            state = self.states.get(path)
-            change = self.engine.apply(path, group[-1].agent, group, state, tiers.get(path, COLD))
+            agent = group[-1].agent
+            if self._quarantined(path):
+                change: Change | None = Skip(SkippedFile(path, agent, "index_error"))
+            else:
+                self._working_on(path)
+                state = self.states.get(path)
+                change = self.engine.apply(path, agent, group, state, tiers.get(path, COLD))
+                self._done_with()
             if change is not None:
                 self._record(change)
                 changes.append(change)
@@ -224,7 +236,9 @@ class IndexWorker:
         for path, state in sorted(self.states.items()):
             want = tiers.get(path)
             if want is not None and want != state.tier:
+                self._working_on(path)
                 change = self.engine.whole(path, state.agent, want)
+                self._done_with()
                 self._record(change)
                 changes.append(change)
                 log.info("session.retiered", path=path, tier=want)
@@ -235,12 +249,43 @@ class IndexWorker:
         one whose deltas passed twice the merge threshold)."""
         for path in self.engine.merges_due(now, self.states, urgent_only=urgent_only):
             state = self.states[path]
+            self._working_on(path)
             change = self.engine.merge(path, state.agent, self._tiers.get(path, state.tier))
+            self._done_with()
             self._record(change)
             self._send(self.position, [change])
             log.info("session.merged", path=path, deltas=len(state.index_deltas))
             return True
         return False
+
+    def _working_on(self, path: str) -> None:
+        # Left set when the work raises: a session that crashes the worker is still named.
+        if self.breadcrumb is not None:
+            self.breadcrumb.set(path)
+
+    def _done_with(self) -> None:
+        if self.breadcrumb is not None:
+            self.breadcrumb.clear()
+
+    def _quarantined(self, path: str) -> bool:
+        """True for a session that killed this shard's worker each time it was indexed, as
+        long as its file has not changed since (then it gets another chance)."""
+        held = self.quarantine.get(path)
+        if held is None:
+            return False
+        if not held.holds(path):
+            del self.quarantine[path]
+            return False
+        self.engine.forget(path)
+        if path not in self.skipped:
+            log.error(
+                "session.quarantined",
+                path=path,
+                crashes=held.crashes,
+                cause=held.how,
+                reason="index_error",
+            )
+        return True
 
     def _record(self, change: Change) -> None:
         if isinstance(change, Upsert):

@@ -50,6 +50,23 @@ def broken_publisher_child(spec: ChildSpec, shared: Shared, conn: Any) -> None:
     child_main(spec, shared, conn)
 
 
+def poison_child(spec: ChildSpec, shared: Shared, conn: Any) -> None:
+    """Index workers die (SIGKILL, as from the OOM killer) on a session whose file name
+    holds "poison", every time they index it whole."""
+    if spec.role == "index":
+        import pipeline.engine as engine
+
+        whole = engine.SessionEngine.whole
+
+        def fatal(self: Any, path: str, agent: str, tier: str) -> Any:
+            if "poison" in Path(path).name:
+                os.kill(os.getpid(), signal.SIGKILL)
+            return whole(self, path, agent, tier)
+
+        engine.SessionEngine.whole = fatal  # type: ignore[method-assign]
+    child_main(spec, shared, conn)
+
+
 def drive(config_path: str, fault: str) -> int:
     """Run the supervisor in this (sub)process with a faulty child target."""
     from pipeline.logs import configure_logging
@@ -58,7 +75,11 @@ def drive(config_path: str, fault: str) -> int:
     from store.config import load_config
 
     configure_logging(json=True)
-    target = {"crash": crash_once_child, "boot": broken_publisher_child}[fault]
+    target = {
+        "crash": crash_once_child,
+        "boot": broken_publisher_child,
+        "poison": poison_child,
+    }[fault]
     settings = RunSettings(workers=1, restart_min_s=0.2)
     return ProcessSupervisor(load_config(config_path), settings, target=target).run()
 
@@ -185,6 +206,67 @@ def test_a_worker_killed_from_outside_is_restarted(pi: PiRoot) -> None:
         with path.open("ab") as f:
             f.write(jsonl([user("sa-1", "sa-0", "survivor words", T0 + 1)]))
         wait_for(lambda: published_term(pi, "survivor"), timeout=20, what="an append published")
+        assert live.stop() == 0
+    finally:
+        if live.process and live.process.poll() is None:
+            live.kill()
+
+
+def skipped_reason(pi: PiRoot, path: Path) -> str | None:
+    from store.errors import SnapshotMissing
+    from store.reader import open_snapshot
+
+    try:
+        manifest = open_snapshot(pi.index).manifest
+    except SnapshotMissing:
+        return None
+    return next((k.reason for k in manifest.skipped if k.path == str(path)), None)
+
+
+def test_a_session_that_kills_its_worker_every_time_is_set_aside(pi: PiRoot) -> None:
+    pi.write_config()
+    healthy = session(pi)
+    poison = pi.session("poison", [header("sp", "/w"), user("sp-0", None, "fatal words", T0)])
+    live = Driven(pi.config_path, "poison").start()
+    try:
+        quarantined = wait_for(
+            lambda: next(
+                (e for e in live.events() if e.get("event") == "session.quarantined"), None
+            ),
+            timeout=60,
+            what="session.quarantined in the log",
+        )
+        assert quarantined["path"] == str(poison)
+        assert quarantined["crashes"] == 2
+        assert quarantined["cause"].startswith("killed by SIGKILL")
+        # The restarted worker skips it, so the shard moves on: coverage names it, the
+        # healthy session is indexed, and later appends are published.
+        wait_for(
+            lambda: skipped_reason(pi, poison) == "index_error",
+            timeout=30,
+            what="the poisoned session skipped as index_error",
+        )
+        with healthy.open("ab") as f:
+            f.write(jsonl([user("sa-1", "sa-0", "unblocked words", T0 + 1)]))
+        wait_for(lambda: published_term(pi, "unblocked"), timeout=30, what="an append published")
+        state = live.run_state(pi.index)
+        assert state is not None
+        assert [q["path"] for q in state["quarantined"]] == [str(poison)]
+        from pipeline.status import collect_status, render_status
+        from store.config import load_config
+
+        shown = render_status(collect_status(load_config(pi.config_path)))
+        assert f"quarantined {poison}: a worker died on it 2 times (killed by SIGKILL" in shown
+        crashes = [e for e in live.events() if e.get("event") == "worker.crashed"]
+        assert len(crashes) == 2  # no crash loop
+        # A changed file gets another chance (and kills a worker again).
+        with poison.open("ab") as f:
+            f.write(jsonl([user("sp-1", "sp-0", "more words", T0 + 2)]))
+        wait_for(
+            lambda: len([e for e in live.events() if e.get("event") == "worker.crashed"]) > 2,
+            timeout=30,
+            what="the changed file retried",
+        )
         assert live.stop() == 0
     finally:
         if live.process and live.process.poll() is None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+import time
 from pathlib import Path
 
 import pytest
@@ -11,7 +12,7 @@ import pipeline.pool
 from pipeline.corpus import generate
 from pipeline.exits import describe_exit
 from pipeline.lexicon import LexiconKeeper
-from pipeline.pool import TaskFailed, WorkerDied, WorkerPool
+from pipeline.pool import BackgroundBuilds, TaskFailed, WorkerDied, WorkerPool
 from pipeline.session_job import Job
 from stages.policy import Policy
 from store.writer import StoreWriter
@@ -123,6 +124,38 @@ def test_workers_that_cannot_start_stop_the_run_instead_of_respawning_forever(
         WorkerPool(2, inline=False) as pool,
     ):
         list(pool.index(jobs, sizes))
+
+
+def test_a_background_build_reports_its_segment(corpus: list[Path], tmp_path: Path) -> None:
+    index = tmp_path / "index"
+    bucket = _buckets(corpus, index)[0]
+    builds = BackgroundBuilds(index)
+    try:
+        builds.submit(bucket)
+        assert builds.busy and builds.building == bucket
+        # as the publisher's loop asks: never blocking, again and again
+        deadline = time.monotonic() + 60
+        while (name := builds.poll()) is None and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert name is not None and StoreWriter(index).layout.record_path(name).is_file()
+        assert not builds.busy and builds.building is None
+        assert builds.poll() is None  # nothing running
+    finally:
+        builds.close()
+
+
+def test_a_background_build_whose_worker_keeps_dying_is_dropped_not_awaited_forever(
+    corpus: list[Path], tmp_path: Path
+) -> None:
+    index = tmp_path / "index"
+    bucket = _buckets(corpus, index)[0]
+    builds = BackgroundBuilds(index, build_bucket=pool_helpers.bucket_dies)
+    try:
+        builds.submit(bucket)
+        assert builds.poll(timeout=None) is None  # the publisher's flush waits like this
+        assert not builds.busy
+    finally:
+        builds.close()
 
 
 def test_exits_are_described_for_people() -> None:

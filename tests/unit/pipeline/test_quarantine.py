@@ -1,0 +1,73 @@
+"""Quarantine bookkeeping: deaths counted per unchanged file, breadcrumbs in shared memory."""
+
+from __future__ import annotations
+
+import ctypes
+import os
+from pathlib import Path
+
+from pipeline.quarantine import (
+    BREADCRUMB_BYTES,
+    CRASHES_TO_QUARANTINE,
+    Breadcrumb,
+    Quarantine,
+    file_stamp,
+)
+
+
+def crumb() -> Breadcrumb:
+    return Breadcrumb((ctypes.c_char * BREADCRUMB_BYTES)())
+
+
+def test_a_breadcrumb_names_the_file_and_its_stamp(tmp_path: Path) -> None:
+    path = tmp_path / "s\udcff.jsonl"  # not UTF-8: file names are bytes
+    path.write_bytes(b"{}\n")
+    b = crumb()
+    assert b.read() is None
+    b.set(str(path))
+    assert b.read() == (str(path), *file_stamp(str(path)))
+    b.clear()
+    assert b.read() is None
+    b.set(str(tmp_path / "gone.jsonl"))
+    assert b.read() == (str(tmp_path / "gone.jsonl"), -1, -1)
+    b.set("/" + "x" * BREADCRUMB_BYTES)  # longer than any real path: no crumb at all
+    assert b.read() is None
+
+
+def test_two_deaths_on_the_same_unchanged_file_quarantine_it(tmp_path: Path) -> None:
+    q = Quarantine()
+    path = str(tmp_path / "a.jsonl")
+    assert q.crashed((path, 10, 1), "killed by SIGKILL") is None
+    assert q.held() == {}
+    held = q.crashed((path, 10, 1), "killed by SIGKILL (out of memory?)")
+    assert CRASHES_TO_QUARANTINE == 2
+    assert held is not None and held.crashes == 2 and held.how.endswith("(out of memory?)")
+    assert set(q.held()) == {path}
+    assert q.crashed((path, 10, 1), "killed by SIGKILL") is None  # reported once
+    assert q.held()[path].crashes == 3
+
+
+def test_a_changed_file_starts_counting_again(tmp_path: Path) -> None:
+    q = Quarantine()
+    path = str(tmp_path / "a.jsonl")
+    q.crashed((path, 10, 1), "x")
+    q.crashed((path, 10, 1), "x")
+    assert q.crashed((path, 20, 2), "x") is None  # appended to since
+    assert q.held() == {}
+    assert q.crashed((path, 20, 2), "x") is not None
+
+
+def test_a_quarantined_file_is_held_only_while_unchanged(tmp_path: Path) -> None:
+    path = tmp_path / "a.jsonl"
+    path.write_bytes(b"{}\n")
+    q = Quarantine()
+    stamp = (str(path), *file_stamp(str(path)))
+    q.crashed(stamp, "x")
+    held = q.crashed(stamp, "x")
+    assert held is not None and held.holds(str(path))
+    assert not held.holds(str(tmp_path / "other.jsonl"))
+    with path.open("ab") as f:
+        f.write(b"{}\n")
+    assert not held.holds(str(path))
+    os.unlink(path)
+    assert not held.holds(str(path))
