@@ -25,6 +25,7 @@ import structlog
 from pipeline import __version__
 from pipeline.indexer import build_index, tty_progress
 from pipeline.logs import configure_logging
+from pipeline.pool import TaskFailed, WorkerDied
 from pipeline.status import collect_status, render_status
 from store.config import Config, ConfigError, load_config
 from store.errors import StoreError, StoreLocked
@@ -163,6 +164,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except StoreError as exc:
         sys.stderr.write(f"pipeline: {exc}\n")
         return EXIT_NO_INDEX
+    except (WorkerDied, TaskFailed) as exc:
+        sys.stderr.write(f"pipeline: {exc}\nNothing new was published; the index is as before.\n")
+        return EXIT_BOOT_FAILED
     raise AssertionError(f"unhandled command {args.command}")
 
 
