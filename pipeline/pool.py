@@ -99,6 +99,7 @@ class _Task:
     args: tuple[Any, ...]
     on_died: Callable[[_Task, str], None]
     on_done: Callable[[Any], None] | None = None
+    on_failed: Callable[[_Task, str], None] | None = None  # it raised: the traceback
     settled: bool = False
     value: Any = None
     error: BaseException | None = None
@@ -128,7 +129,8 @@ class BucketHandle:
             # At least one step, even with no time left: it hands the task to a worker and
             # collects an answer already there.
             left = None if deadline is None else max(0.0, deadline - time.monotonic())
-            self.pool.step(left)
+            if not self.pool.step(left) and not self.task.settled:
+                raise WorkerDied("the pool was closed before the bucket was built")
             if left == 0.0 and not self.task.settled:
                 return False
         return True
@@ -182,7 +184,7 @@ class WorkerPool:
         left = len(jobs)
 
         def submit(unit: list[Job], *, first: bool = False) -> None:
-            task = _Task(self.index_unit, (unit,), died, finished.extend)
+            task = _Task(self.index_unit, (unit,), died, finished.extend, failed)
             if first:
                 self._queue.appendleft(task)
             else:
@@ -209,11 +211,20 @@ class WorkerPool:
                 )
             )
 
+        def failed(task: _Task, error: str) -> None:
+            # index_sessions never raises; a unit that did fails each of its sessions
+            (unit,) = task.args
+            finished.extend(
+                JobResult(job.path, job.agent, None, 0, 0, reason="index_error", error=error)
+                for job in unit
+            )
+
         for unit in _units(jobs, sizes, self.workers):
             submit(unit)
         while left:
             while not finished:
-                self.step()
+                if not self.step():
+                    raise WorkerDied(f"{left} sessions were handed out and never answered")
             left -= 1
             yield finished.popleft()
 
@@ -254,13 +265,14 @@ class WorkerPool:
 
     # -- the processes ----------------------------------------------------------------------
 
-    def step(self, timeout: float | None = None) -> None:
+    def step(self, timeout: float | None = None) -> bool:
         """Hand queued tasks to idle workers, then wait until at least one busy worker
-        answers or dies (or *timeout* seconds pass), and settle what happened."""
+        answers or dies (or *timeout* seconds pass), and settle what happened. False when
+        no task was running or queued."""
         self._dispatch()
         busy = [w for w in self._running if w.tasks]
         if not busy:
-            return
+            return False
         from multiprocess.connection import wait
 
         waitables = [w.conn for w in busy] + [w.process.sentinel for w in busy]
@@ -268,6 +280,7 @@ class WorkerPool:
         for worker in busy:
             if worker.conn in ready or worker.process.sentinel in ready:
                 self._settle(worker)
+        return True
 
     def _dispatch(self) -> None:
         if not self._queue:
@@ -328,6 +341,8 @@ class WorkerPool:
             task.value = value
             if task.on_done is not None:
                 task.on_done(value)
+        elif task.on_failed is not None:
+            task.on_failed(task, value)
         else:
             task.error = TaskFailed(f"{task.fn.__name__} failed in a worker process:\n{value}")
         task.settled = True

@@ -29,6 +29,10 @@ def index_or_die(jobs: Sequence[Job]) -> list[JobResult]:
     return results
 
 
+def index_raises(jobs: Sequence[Job]) -> list[JobResult]:
+    raise RuntimeError("a bug outside the per-session guard")
+
+
 def bucket_dies(index_dir: str, digests: tuple[str, ...]) -> tuple[str, int]:
     _die()
     raise AssertionError("unreachable")

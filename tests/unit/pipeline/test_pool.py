@@ -56,6 +56,17 @@ def test_a_session_that_kills_its_worker_is_skipped_and_the_rest_indexed(
     assert all(r.state is not None and r.reason is None for r in others)
 
 
+def test_a_message_that_raises_fails_its_sessions_with_the_traceback(
+    corpus: list[Path], tmp_path: Path
+) -> None:
+    jobs, sizes = _jobs([f for f in corpus if POISON not in f.name], tmp_path / "index")
+    with WorkerPool(2, inline=False, index_unit=pool_helpers.index_raises) as pool:
+        results = list(pool.index(jobs, sizes))
+    assert sorted(r.path for r in results) == sorted(sizes)
+    assert all(r.state is None and r.reason == "index_error" for r in results)
+    assert all("a bug outside the per-session guard" in (r.error or "") for r in results)
+
+
 def test_the_same_sessions_index_the_same_in_workers_and_inline(
     corpus: list[Path], tmp_path: Path
 ) -> None:
