@@ -94,3 +94,75 @@ def test_an_append_keeps_the_cold_lexicon_although_its_chunk_holds_cold_rows(tmp
         assert second._views["active"][1] is first._views["active"][1]
         assert page["total"] == 1
         assert engine.recall({"query": "delta", "scope": "global"}, cwd="/")["total"] == 1
+
+
+def test_carried_lookups_equal_rebuilt_ones() -> None:
+    from dataclasses import replace
+
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from query.generation import _built_lookups, _patched_lookups, order_key
+    from tests.unit.store.factories import state
+
+    # few ids, stems and folders, so lists are shared and a moved session changes lists
+    ids, folders = ["s1", "s2", "s3"], ["/w/a", "/w/b/", "/w/b", ""]
+
+    @st.composite
+    def generations(draw: st.DrawFn) -> tuple[list, list]:
+        n = draw(st.integers(1, 12))
+        old = [
+            replace(
+                state(f"/r/{draw(st.sampled_from('abc'))}/{k}.jsonl", "x", "y"),
+                session_id=draw(st.sampled_from(ids)),
+                cwd=draw(st.sampled_from(folders)),
+                mtime_ns=draw(st.integers(0, 5)),
+            )
+            for k in range(n)
+        ]
+        which = draw(st.sets(st.integers(0, n - 1)))
+        new = [
+            replace(
+                s,
+                session_id=draw(st.sampled_from(ids)),
+                cwd=draw(st.sampled_from(folders)),
+                mtime_ns=draw(st.integers(0, 9)),
+            )
+            if k in which
+            else s
+            for k, s in enumerate(old)
+        ]
+        return old, new
+
+    @settings(max_examples=300, deadline=None)
+    @given(generations())
+    def check(pair: tuple[list, list]) -> None:
+        old, new = pair
+        by_path = {s.path: s for s in old}
+        moved = [s for s in new if by_path[s.path] is not s]
+        previous = _built_lookups(sorted(old, key=order_key))
+        patched = _patched_lookups(previous, moved, by_path)
+        assert patched == _built_lookups(sorted(new, key=order_key))
+        # and the previous generation's lookups are left as they were
+        assert previous == _built_lookups(sorted(old, key=order_key))
+
+    check()
+
+
+def test_an_append_carries_the_lookups_to_the_next_generation(tmp_path) -> None:
+    pi = PiRoot(tmp_path)
+    config = pi.write_config(hotSessions=2)
+    a = pi.session("a", session("sa", "alpha"), mtime_s=1000)
+    pi.session("b", session("sb", "beta"), mtime_s=2000)
+    build_index(config)
+    with Engine(config) as engine:
+        first = engine.refresh()
+        assert [s.session_id for s in first.by_cwd["/work/proj"]] == ["sb", "sa"]
+        with a.open("ab") as f:
+            f.write(jsonl([user("u2", "a1", "and delta", T0 + 5)]))
+        os.utime(a, (3000, 3000))
+        build_index(config)
+        second = engine.refresh()
+        assert second._lookup is not None  # patched from the first, not rebuilt on use
+        assert [s.session_id for s in second.by_cwd["/work/proj"]] == ["sa", "sb"]
+        assert second.by_id["sa"] == [second.by_path[str(a)]]
