@@ -5,6 +5,7 @@ from __future__ import annotations
 import shutil
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -101,26 +102,23 @@ def test_a_bucket_whose_worker_died_is_built_again(corpus: list[Path], tmp_path:
     assert StoreWriter(index).layout.record_path(name).is_file()
 
 
-def test_a_bucket_that_keeps_killing_workers_stops_the_run(
-    corpus: list[Path], tmp_path: Path
+@pytest.mark.parametrize(
+    ("builder", "error", "says"),
+    [
+        # a bucket that keeps killing workers stops the run after its second attempt
+        (pool_helpers.bucket_dies, WorkerDied, "killed by SIGKILL.*2 times"),
+        # an error raised in a worker comes back with its traceback
+        (pool_helpers.bucket_raises, TaskFailed, "No space left on device"),
+    ],
+)
+def test_a_bucket_that_cannot_be_built_stops_the_run(
+    corpus: list[Path], tmp_path: Path, builder: Any, error: type[Exception], says: str
 ) -> None:
     index = tmp_path / "index"
     buckets = _buckets(corpus, index)
     with (
-        pytest.raises(WorkerDied, match="killed by SIGKILL.*2 times"),
-        WorkerPool(2, inline=False, build_bucket=pool_helpers.bucket_dies) as pool,
-    ):
-        pool.build_buckets(index, [buckets[0], buckets[0]])
-
-
-def test_an_error_in_a_worker_comes_back_with_its_traceback(
-    corpus: list[Path], tmp_path: Path
-) -> None:
-    index = tmp_path / "index"
-    buckets = _buckets(corpus, index)
-    with (
-        pytest.raises(TaskFailed, match="No space left on device"),
-        WorkerPool(2, inline=False, build_bucket=pool_helpers.bucket_raises) as pool,
+        pytest.raises(error, match=says),
+        WorkerPool(2, inline=False, build_bucket=builder) as pool,
     ):
         pool.build_buckets(index, [buckets[0], buckets[0]])
 
