@@ -73,9 +73,16 @@ def test_an_append_keeps_the_cold_lexicon_although_its_chunk_holds_cold_rows(tmp
         pi.session(f"s{n:03d}", session(f"s{n:03d}", f"word{n}"), mtime_s=1000 + n)
         for n in range(150)
     ]
-    newest = paths[-1]
-    # the appended session's chunk also holds cold rows (rewritten with it)
-    assert any(chunk_of(str(p)) == chunk_of(str(newest)) for p in paths[:-2])
+    # The appended session's chunk must also hold cold rows (rewritten with it). Chunks hash
+    # the path, which holds tmp_path: pick a session that shares its chunk (150 paths in 64
+    # chunks always have one) and make it the newest, with the other hot one elsewhere.
+    newest, partner = next(
+        (p, q) for p in paths for q in paths if p != q and chunk_of(str(p)) == chunk_of(str(q))
+    )
+    other = next(p for p in paths if chunk_of(str(p)) != chunk_of(str(newest)))
+    os.utime(other, (1999, 1999))
+    os.utime(newest, (2000, 2000))
+    assert partner not in (newest, other)  # cold: hotSessions is 2
     build_index(config)
     with Engine(config, changes=True) as engine:
         engine.recall({"query": "word3", "scope": "global"}, cwd="/")
@@ -84,7 +91,7 @@ def test_an_append_keeps_the_cold_lexicon_although_its_chunk_holds_cold_rows(tmp
         assert lexicon is not None
         with newest.open("ab") as f:
             f.write(jsonl([user("u2", "a1", "and delta", T0 + 5)]))
-        os.utime(newest, (1149, 1149))
+        os.utime(newest, (2001, 2001))
         build_index(config)
         page = engine.recall({"query": "word3", "scope": "global"}, cwd="/")
         second = engine.refresh()
