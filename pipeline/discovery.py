@@ -12,6 +12,8 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from store.sources import is_session_name
+
 __all__ = ["Candidate", "Stamp", "discover", "stamp_of"]
 
 Stamp = tuple[int, int, int, int, int]
@@ -38,17 +40,17 @@ class Candidate:
         return self.stamp[3]
 
 
-def _walk(root: Path) -> Iterator[Path]:
+def _walk(root: Path, agent: str) -> Iterator[Path]:
     # os.walk without following symlinks: a link out of the root must never be indexed.
     for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
         dirnames.sort()
         for name in sorted(filenames):
-            if name.endswith(".jsonl") and not name.startswith("."):
+            if is_session_name(agent, name):
                 yield Path(dirpath) / name
 
 
 def discover(roots: Mapping[str, Path]) -> tuple[list[Candidate], list[tuple[str, str, str]]]:
-    """Every ``*.jsonl`` regular file under each root, with its stamp.
+    """Every session file (``store.sources``) under each root, with its stamp.
 
     Returns (candidates, problems) where a problem is (path, agent, reason) for a file that
     vanished or cannot be stat'ed between listing and stat. A missing root is simply empty.
@@ -58,7 +60,7 @@ def discover(roots: Mapping[str, Path]) -> tuple[list[Candidate], list[tuple[str
     for agent, root in sorted(roots.items()):
         if not root.is_dir():
             continue
-        for path in _walk(root):
+        for path in _walk(root, agent):
             try:
                 st = path.lstat()
             except FileNotFoundError:

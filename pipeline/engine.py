@@ -34,6 +34,7 @@ from pipeline.deltas import Delta, concat_entries, concat_shards
 from pipeline.session_job import Job, build_session, read_source
 from stages.policy import Policy
 from store.records import SessionState, SkippedFile, SourceEvent
+from store.sources import OBJECT_SUFFIX
 from store.writer import StoreWriter
 
 __all__ = [
@@ -174,6 +175,7 @@ class SessionEngine:
             or hot is None
             or state.tier != tier
             or any(e.kind == REWRITE for e in events)
+            or path.endswith(OBJECT_SUFFIX)  # Codex era A: rewritten whole on each save
         ):
             return self.whole(path, agent, tier)
         change = self._append(hot, last)

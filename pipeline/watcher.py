@@ -40,6 +40,7 @@ from pipeline.settings import RunSettings
 from store.config import Config
 from store.journal import Journal
 from store.records import SourceEvent
+from store.sources import is_session_name
 
 __all__ = ["Observers", "Watcher", "WatcherStats"]
 
@@ -200,10 +201,10 @@ class Watcher:
     def agent_of(self, path: str) -> str | None:
         """The agent whose root holds *path* as discovery would list it, else None."""
         name = os.path.basename(path)
-        if not name.endswith(".jsonl") or name.startswith("."):
-            return None
         for root, agent in self._roots:
             if path.startswith(root + os.sep):
+                if not is_session_name(agent, name):
+                    return None
                 # discovery never follows a link, so neither may a path it would not list
                 folder = os.path.dirname(path)
                 while len(folder) > len(root):

@@ -42,6 +42,7 @@ from store.records import (
     SessionState,
     SkippedFile,
 )
+from store.sources import session_stem
 
 __all__ = [
     "NO_TIMESTAMP",
@@ -364,7 +365,7 @@ Lookups = tuple[_Table, _Table, _Table]  # by session id, by file stem, by worki
 
 def _lookup_keys(state: SessionState) -> tuple[str, str, str]:
     """Where *state* is filed in the lookups: its id, its file stem, its working folder."""
-    stem = os.path.basename(state.path).removesuffix(".jsonl")
+    stem = session_stem(os.path.basename(state.path))
     return state.session_id, stem, os.path.normpath(state.cwd) if state.cwd else ""
 
 

@@ -29,6 +29,7 @@ from query.args import Scope
 from query.changes import Batch, Changes
 from query.generation import Generation, order_key
 from store.records import AGENTS, SessionState
+from store.sources import OBJECT_SUFFIX, could_be_session_name, is_session_name
 
 __all__ = ["Listings", "Resolved", "Target", "resolve_scope", "resolve_target"]
 
@@ -67,7 +68,12 @@ class Target:
 
 
 def _looks_like_path(target: str) -> bool:
-    return "/" in target or os.sep in target or target.endswith(".jsonl") or target[0] in "~."
+    return (
+        "/" in target
+        or os.sep in target
+        or target.endswith((".jsonl", OBJECT_SUFFIX))
+        or target[0] in "~."
+    )
 
 
 def _real_roots(gen: Generation, roots: Iterable[Path]) -> list[str]:
@@ -225,7 +231,7 @@ def _skipped_in_project(
 
 @dataclass(frozen=True, slots=True)
 class _Listing:
-    """One folder's subfolders and ``*.jsonl`` regular files, as of its mtime."""
+    """One folder's subfolders and session files (``store.sources``), as of its mtime."""
 
     stamp: tuple[int, int]
     folders: tuple[str, ...]
@@ -268,11 +274,7 @@ def _read(folder: str, stamp: tuple[int, int]) -> _Listing | None:
                 try:
                     if entry.is_dir(follow_symlinks=False):
                         folders.append(entry.path)
-                    elif (
-                        entry.name.endswith(".jsonl")
-                        and not entry.name.startswith(".")
-                        and entry.is_file(follow_symlinks=False)
-                    ):
+                    elif could_be_session_name(entry.name) and entry.is_file(follow_symlinks=False):
                         files.append(entry.path)
                 except OSError:
                     continue
@@ -382,7 +384,8 @@ _STAT_LISTINGS = Listings()
 def _session_files(
     folder: str, *, recursive: bool, listings: Listings = _STAT_LISTINGS
 ) -> Iterator[str]:
-    """The ``*.jsonl`` regular files under *folder*, as discovery sees them (no symlinks)."""
+    """The session files under *folder* (of any agent: the caller filters), as discovery sees
+    them (regular files, no symlinks)."""
     pending = [folder]
     while pending:
         listing = listings.get(pending.pop())
@@ -411,6 +414,8 @@ def _unseen(
         for path in _session_files(folder, recursive=recursive, listings=listings):
             if path in gen.by_path or path in gen.skipped:
                 continue
+            if not is_session_name(agent, os.path.basename(path)):
+                continue  # e.g. a rollout-*.json outside the Codex root
             if newer_than:
                 try:
                     if os.stat(path, follow_symlinks=False).st_mtime_ns < newer_than:

@@ -390,3 +390,61 @@ def test_a_new_policy_or_hot_set_size_rebuilds_what_it_changes(pi: PiRoot, tmp_p
     with InlineRunner(config, SETTINGS) as runner:
         runner.run_until_idle()
     assert_converged(config, tmp_path / "two")
+
+
+# --- Codex era A: one JSON object per file, rewritten on each save ---------------------------
+
+ERA_A_ID = "0196a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b"
+
+
+def era_a_rollout(*texts: str) -> bytes:
+    items = [
+        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": t}]}
+        for t in texts
+    ]
+    session = {"timestamp": "2025-05-01T10:00:00.000Z", "id": ERA_A_ID, "instructions": ""}
+    return orjson.dumps({"session": session, "items": items}, option=orjson.OPT_INDENT_2)
+
+
+def test_an_era_a_codex_rollout_is_indexed_and_rebuilt_whole_when_saved_again(
+    pi: PiRoot, tmp_path: Path
+) -> None:
+    from query.engine import Engine
+
+    config = pi.write_config(hotSessions=1)
+    codex = pi.base / "codex" / "2025" / "05"
+    codex.mkdir(parents=True)
+    path = codex / f"rollout-2025-05-01-{ERA_A_ID}.json"
+    path.write_bytes(era_a_rollout("where is the zebrafish config"))
+    # not sessions: other JSON under the Codex root, a rollout-*.json under another root
+    (codex / "settings.json").write_bytes(b"{}")
+    pi.session("a", pi_session("sa", 2), mtime_s=1000)
+    (pi.root / "rollout-2025-05-01-x.json").write_bytes(era_a_rollout("not codex"))
+    clock = FakeClock()
+    with InlineRunner(config, SETTINGS, clock=clock) as runner:
+        runner.run_until_idle()
+        live = assert_converged(config, tmp_path)
+        assert sorted(s.path for s in live.sessions) == sorted([str(path), *map(str, pi_files(pi))])
+        # The TS CLI saves the whole object again, longer: a whole rebuild, never a delta,
+        # even when the file was caught half written and the save merely completes it (the
+        # bytes then grow from a prefix, as an append's do)
+        full = era_a_rollout("where is the zebrafish config", "and the okapi one")
+        for data in (full[: len(full) // 2], full):
+            path.write_bytes(data)
+            runner.notice(str(path))
+            runner.run_until_idle()
+        counters = runner.worker.engine.counters
+        assert (counters.appends, counters.declined) == (0, 0) and counters.whole >= 3
+        state = open_snapshot(config.index_dir).session(str(path))
+        assert state is not None and state.size == path.stat().st_size
+        assert not state.index_deltas
+    assert_converged(config, tmp_path / "again")
+    with Engine(config) as engine:
+        for term in ("zebrafish", "okapi"):
+            page = engine.recall({"query": term, "scope": "global"}, cwd="/")
+            assert page["total"] == 1 and page["hits"][0]["sessionId"] == f"codex:{ERA_A_ID}"
+        assert engine.recall({"query": "not codex", "scope": "global"}, cwd="/")["total"] == 0
+
+
+def pi_files(pi: PiRoot) -> list[Path]:
+    return sorted(pi.root.rglob("*.jsonl"))

@@ -601,3 +601,37 @@ def test_index_wide_budget_reasons_and_skipped_files_count(kit: Kit) -> None:
     explicit = kit.recall(query="needle", scope=f"session:{pending}")
     assert explicit["coverage"]["reasons"] == ["max_sync_sessions"]
     assert kit.expand(session=str(pending), indices=[0])["error"]["code"] == "source_unavailable"
+
+
+def test_an_era_a_codex_rollout_written_after_the_generation_is_stale(kit: Kit) -> None:
+    import orjson
+
+    kit.session("old", chat("old", "needle"), mtime_s=1000)
+    kit.build()
+    assert kit.recall(query="needle", scope="global")["coverage"]["complete"] is True
+    # a rollout-*.json is a session under the Codex root only
+    (kit.pi.root / "rollout-2025-05-01-x.json").write_bytes(b"{}")
+    assert kit.recall(query="needle", scope="global")["coverage"]["complete"] is True
+    codex = kit.pi.base / "codex"
+    codex.mkdir()
+    rollout = {
+        "session": {"id": "era-a", "timestamp": "2025-05-01T10:00:00Z"},
+        "items": [
+            {
+                "type": "message",
+                "role": "user",
+                "content": [{"type": "input_text", "text": "needle"}],
+            }
+        ],
+    }
+    (codex / "rollout-2025-05-01-era-a.json").write_bytes(orjson.dumps(rollout))
+    coverage = kit.recall(query="needle", scope="global")["coverage"]
+    assert coverage["complete"] is False and coverage["staleSessions"] == 1
+    kit.build()
+    page = kit.recall(query="needle", scope="global")
+    assert page["coverage"]["complete"] is True
+    assert sorted(h["sessionId"] for h in page["hits"]) == ["codex:era-a", "pi:old"]
+    # and a session can be named by its file stem
+    for target in ("rollout-2025-05-01-era-a", str(codex / "rollout-2025-05-01-era-a.json")):
+        named = kit.recall(query="needle", scope=f"session:{target}")
+        assert [h["sessionId"] for h in named["hits"]] == ["codex:era-a"], target

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -635,3 +636,84 @@ def test_a_rollback_past_the_first_turn_cuts_at_the_first_and_odd_counts_do_noth
     )
     assert lineage(session, "active").path_ids == ("L3", "L4", "L5", "L6", "L7")
     assert [e.text for e in entries(session)] == ["fresh"]
+
+
+# --- era A: the TypeScript CLI's one-object rollout ------------------------------------------
+
+ERA_A_PATH = f"/h/.codex/sessions/rollout-2025-05-01-{TID}.json"
+
+
+def era_a(items: list[dict[str, Any]], *, indent: bool = True) -> bytes:
+    """A rollout as the TS CLI saved it: pretty-printed with two-space indents."""
+    session = {"timestamp": "2025-05-01T10:00:00.000Z", "id": TID, "instructions": "be brief"}
+    option = orjson.OPT_INDENT_2 if indent else 0
+    return orjson.dumps({"session": session, "items": items}, option=option)
+
+
+ERA_A_ITEMS: list[dict[str, Any]] = [
+    {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "fix it"}]},
+    {"type": "function_call", "name": "shell", "arguments": '{"command":["ls"]}', "call_id": "c"},
+    {"type": "function_call_output", "call_id": "c", "output": "a.txt"},
+    {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "ok ü"}]},
+]
+
+
+@pytest.mark.parametrize("indent", [True, False])
+def test_an_era_a_object_rollout_reads_like_a_bare_one(indent: bool) -> None:
+    from stages.read import read_session
+
+    data = era_a(ERA_A_ITEMS, indent=indent)
+    session = read_session(data, ERA_A_PATH, "codex")
+    assert (session.session_id, session.cwd, session.reasons) == (TID, "", ())
+    assert session.header is not None and session.header["instructions"] == "be brief"
+    assert [r.kind for r in session.records] == ["response_item"] * 4
+    assert [(e.role, e.text) for e in entries(session)] == [
+        ("user", "fix it"),
+        ("assistant", 'Tool: shell({"command":["ls"]})'),
+        ("toolResult", "toolResult(shell): a.txt"),
+        ("assistant", "ok ü"),
+    ]
+    # each record's line starts where its object does (offset: that line's first byte)
+    decoder = json.JSONDecoder()
+    for r in session.records:
+        assert data.count(b"\n", 0, r.offset) == r.line - 1
+        assert r.offset == 0 or data[r.offset - 1 : r.offset] == b"\n"
+    if indent:  # pretty-printed: each object opens its own line, so plain ids
+        for r in session.records:
+            text = data[r.offset :].decode()
+            assert decoder.raw_decode(text, text.index("{"))[0] == r.value
+        assert [r.id for r in session.records] == [f"L{r.line}" for r in session.records]
+    else:  # all on line 1 (after the meta object): told apart like concatenated objects
+        assert [r.id for r in session.records] == ["L1.1", "L1.2", "L1.3", "L1.4"]
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"",
+        b'{"session": {"id": "x", "timestamp": "t"}, "items": [',  # caught mid-save
+        b"[1, 2]",
+        b'{"items": []}',
+    ],
+)
+def test_a_half_written_or_foreign_object_rollout_reads_nothing_and_says_so(data: bytes) -> None:
+    from stages.read import read_session
+
+    session = read_session(data, ERA_A_PATH, "codex")
+    assert session.records == () and session.reasons == ("malformed_line",)
+
+
+def test_a_non_object_item_of_an_era_a_rollout_is_a_malformed_line() -> None:
+    from stages.read import read_session
+
+    session = read_session(era_a([*ERA_A_ITEMS[:1], 7]), ERA_A_PATH, "codex")  # type: ignore[list-item]
+    assert session.reasons == ("malformed_line",)
+    assert [e.text for e in entries(session)] == ["fix it"]
+
+
+@given(st.binary(max_size=300))
+@settings(max_examples=200, suppress_health_check=[HealthCheck.too_slow])
+def test_arbitrary_bytes_as_an_era_a_rollout_never_raise(data: bytes) -> None:
+    from stages.read import read_session
+
+    entries(read_session(data, ERA_A_PATH, "codex"))
