@@ -15,10 +15,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from query.errors import InvalidArgument
-from store.records import AGENTS, BRANCH_MODES, NormalizedEntry
+from store.names import AGENTS, BRANCH_MODES
+
+if TYPE_CHECKING:
+    from store.records import NormalizedEntry
 
 __all__ = [
     "EXPAND_MAX_CHARS",

@@ -37,7 +37,7 @@ from query.timespec import TimeSpecError, parse_time
 from query.transport import Backend
 from store.config import ConfigError, load_config
 from store.errors import SnapshotMissing, StoreError
-from store.records import AGENTS, BRANCH_MODES
+from store.names import AGENTS, BRANCH_MODES
 
 __all__ = ["main"]
 

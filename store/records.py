@@ -23,6 +23,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from store.names import AGENTS, BRANCH_MODES
+
 __all__ = [
     "AGENTS",
     "BRANCH_MODES",
@@ -44,8 +46,6 @@ __all__ = [
 ]
 
 SCHEMA_VERSION = 1
-AGENTS = ("pi", "claude", "codex")
-BRANCH_MODES = ("active", "all")
 
 Wire = list[Any]
 

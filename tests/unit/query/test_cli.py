@@ -108,3 +108,16 @@ def test_default_output_is_json_when_piped(
     sessions = as_json(out)["sessions"]
     assert code == 0 and sessions[0]["id"] == "pi:s" and sessions[0]["agent"] == "pi"
     assert sessions[0]["file"].endswith(os.sep + "s.jsonl")
+
+
+def test_the_cli_loads_no_index_code_before_it_knows_it_needs_it() -> None:
+    """A `query` call answered by `query serve` is mostly interpreter start and imports: the
+    CLI module itself must not pull in the codec, zstd, msgpack, the record types or the
+    engine (they cost ~15 ms of every call)."""
+    import subprocess
+    import sys
+
+    heavy = ["store.codec", "store.records", "store.reader", "zstandard", "msgpack", "query.engine"]
+    code = f"import sys, query.cli; print(','.join(m for m in {heavy!r} if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == ""
