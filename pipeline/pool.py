@@ -177,7 +177,9 @@ class WorkerPool:
     def index(self, jobs: Sequence[Job], sizes: Mapping[str, int]) -> Iterator[JobResult]:
         """Every job's result, in the order they finish; a job whose worker died on it alone
         is an ``index_error`` result."""
-        if self.inline or len(jobs) <= 1:
+        if self.inline or not jobs:
+            # (One big session goes to a worker too: if it is what exhausts memory, the
+            # kernel then kills the worker, not the run.)
             yield from map(index_session, jobs)
             return
         finished: deque[JobResult] = deque()

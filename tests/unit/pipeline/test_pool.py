@@ -171,3 +171,11 @@ def test_exits_are_described_for_people() -> None:
     assert describe_exit(-9) == "killed by SIGKILL (out of memory?)"
     assert describe_exit(-15) == "killed by SIGTERM"
     assert describe_exit(3) == "exited with status 3"
+
+
+def test_a_single_session_is_indexed_in_a_worker_too(corpus: list[Path], tmp_path: Path) -> None:
+    poison = next(f for f in corpus if POISON in f.name)
+    jobs, sizes = _jobs([poison], tmp_path / "index")
+    with WorkerPool(2, inline=False, index_unit=pool_helpers.index_or_die) as pool:
+        (result,) = pool.index(jobs, sizes)  # the run survives the worker it killed
+    assert result.reason == "index_error" and "killed by SIGKILL" in (result.error or "")
