@@ -29,7 +29,7 @@ from query.args import Scope
 from query.changes import Batch, Changes
 from query.generation import Generation, order_key
 from store.records import AGENTS, SessionState
-from store.sources import OBJECT_SUFFIX, could_be_session_name, is_session_name
+from store.sources import LINES_SUFFIX, OBJECT_SUFFIX, could_be_session_name, is_session_name
 
 __all__ = ["Listings", "Resolved", "Target", "resolve_scope", "resolve_target"]
 
@@ -71,7 +71,7 @@ def _looks_like_path(target: str) -> bool:
     return (
         "/" in target
         or os.sep in target
-        or target.endswith((".jsonl", OBJECT_SUFFIX))
+        or target.endswith((LINES_SUFFIX, OBJECT_SUFFIX))
         or target[0] in "~."
     )
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Final
 
 __all__ = [
+    "LINES_SUFFIX",
     "OBJECT_PREFIX",
     "OBJECT_SUFFIX",
     "could_be_session_name",
