@@ -36,9 +36,8 @@ from typing import Any, Final
 import structlog
 
 from pipeline.exits import describe_exit
-from pipeline.lexicon import LexiconKeeper, build_bucket
+from pipeline.lexicon import build_bucket
 from pipeline.session_job import Job, JobResult, index_session, index_sessions
-from store.writer import StoreWriter
 
 __all__ = [
     "UNITS_PER_WORKER",
@@ -235,12 +234,7 @@ class WorkerPool:
     ) -> list[tuple[str, int]]:
         """(segment name, bytes written) of each bucket, in order."""
         if self.inline or len(buckets) <= 1:
-            keeper = LexiconKeeper(StoreWriter(index_dir))
-            out = []
-            for bucket in buckets:
-                before = keeper.writer.bytes_written
-                out.append((keeper.build(bucket), keeper.writer.bytes_written - before))
-            return out
+            return [build_bucket(str(index_dir), bucket) for bucket in buckets]
         handles = [self._bucket(index_dir, bucket) for bucket in buckets]
         return [h.get() for h in handles]
 
@@ -292,17 +286,7 @@ class WorkerPool:
                 self._running.append(self._spawn())
         for worker in list(self._running):
             if not worker.tasks and not worker.process.is_alive():
-                # It died idle, so no task is to blame; only its replacement gets work.
-                self._running.remove(worker)
-                worker.conn.close()
-                how = describe_exit(worker.process.exitcode)
-                if worker.up:
-                    log.warning("worker.crashed", pid=worker.process.pid, how=how, task=None)
-                else:
-                    self._dead_on_arrival += 1
-                    self._check_starting(how)
-                worker = self._spawn()
-                self._running.append(worker)
+                worker = self._bury(worker)  # it died idle: only its replacement gets work
             while len(worker.tasks) < _SENT_PER_WORKER and self._queue:
                 task = self._queue.popleft()
                 try:
@@ -349,11 +333,11 @@ class WorkerPool:
             task.error = TaskFailed(f"{task.fn.__name__} failed in a worker process:\n{value}")
         task.settled = True
 
-    def _bury(self, worker: _Worker) -> None:
-        """*worker* died: replace it, then tell the task it was running (the ones sent after
-        it never started and go first in line again)."""
-        task, *unstarted = worker.tasks
-        self._queue.extendleft(reversed(unstarted))
+    def _bury(self, worker: _Worker) -> _Worker:
+        """*worker* died: tell the task it was running, if any (the ones sent after it never
+        started and go first in line again), and return its replacement."""
+        task = worker.tasks.popleft() if worker.tasks else None
+        self._queue.extendleft(reversed(worker.tasks))
         worker.process.join()
         how = describe_exit(worker.process.exitcode)
         worker.conn.close()
@@ -361,13 +345,18 @@ class WorkerPool:
         if not worker.up:
             # It died starting: its task is not to blame and goes first again.
             self._dead_on_arrival += 1
-            self._queue.appendleft(task)
+            if task is not None:
+                self._queue.appendleft(task)
             self._check_starting(how)
         else:
-            log.warning("worker.crashed", pid=worker.process.pid, how=how, task=task.fn.__name__)
-            task.deaths += 1
-            task.on_died(task, how)
-        self._running.append(self._spawn())
+            name = task.fn.__name__ if task is not None else None
+            log.warning("worker.crashed", pid=worker.process.pid, how=how, task=name)
+            if task is not None:
+                task.deaths += 1
+                task.on_died(task, how)
+        replacement = self._spawn()
+        self._running.append(replacement)
+        return replacement
 
     def _check_starting(self, how: str) -> None:
         if self._dead_on_arrival:

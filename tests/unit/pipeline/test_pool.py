@@ -179,3 +179,22 @@ def test_a_single_session_is_indexed_in_a_worker_too(corpus: list[Path], tmp_pat
     with WorkerPool(2, inline=False, index_unit=pool_helpers.index_or_die) as pool:
         (result,) = pool.index(jobs, sizes)  # the run survives the worker it killed
     assert result.reason == "index_error" and "killed by SIGKILL" in (result.error or "")
+
+
+def test_a_worker_that_died_idle_is_replaced_before_it_gets_work(
+    corpus: list[Path], tmp_path: Path
+) -> None:
+    import os
+    import signal
+
+    healthy = [f for f in corpus if POISON not in f.name]
+    jobs, sizes = _jobs(healthy, tmp_path / "index")
+    with WorkerPool(2, inline=False) as pool:
+        assert all(r.state is not None for r in pool.index(jobs, sizes))
+        idle = pool._running[0].process
+        os.kill(idle.pid, signal.SIGKILL)
+        idle.join()
+        again = list(pool.index(jobs, sizes))
+        assert idle not in [w.process for w in pool._running]
+    assert sorted(r.path for r in again) == sorted(sizes)
+    assert all(r.state is not None and r.reason is None for r in again)
