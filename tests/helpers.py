@@ -72,6 +72,26 @@ def bash(
     )  # fmt: skip
 
 
+def codex_said(role: str, text: str) -> dict[str, Any]:
+    """A bare Codex message item (eras A and B)."""
+    kind = "output_text" if role == "assistant" else "input_text"
+    return {"type": "message", "role": role, "content": [{"type": kind, "text": text}]}
+
+
+def codex_object_rollout(
+    session_id: str,
+    items: Iterable[Mapping[str, Any]],
+    *,
+    instructions: str = "",
+    indent: bool = True,
+) -> bytes:
+    """A Codex era-A rollout as the TS CLI saved it (pretty-printed, two-space indents)."""
+    session = {"timestamp": "2025-05-01T10:00:00.000Z", "id": session_id}
+    session["instructions"] = instructions
+    option = orjson.OPT_INDENT_2 if indent else 0
+    return orjson.dumps({"session": session, "items": list(items)}, option=option)
+
+
 def jsonl(records: Iterable[Mapping[str, Any]]) -> bytes:
     return b"".join(orjson.dumps(r) + b"\n" for r in records)
 

@@ -26,7 +26,15 @@ from stages.tier import assign_tiers
 from store.config import Config
 from store.reader import open_snapshot
 from store.records import HotShard, Manifest, SourceEvent
-from tests.helpers import PiRoot, assistant, header, jsonl, user
+from tests.helpers import (
+    PiRoot,
+    assistant,
+    codex_object_rollout,
+    codex_said,
+    header,
+    jsonl,
+    user,
+)
 
 T0 = 1_700_000_000_000
 
@@ -398,12 +406,7 @@ ERA_A_ID = "0196a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b"
 
 
 def era_a_rollout(*texts: str) -> bytes:
-    items = [
-        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": t}]}
-        for t in texts
-    ]
-    session = {"timestamp": "2025-05-01T10:00:00.000Z", "id": ERA_A_ID, "instructions": ""}
-    return orjson.dumps({"session": session, "items": items}, option=orjson.OPT_INDENT_2)
+    return codex_object_rollout(ERA_A_ID, [codex_said("user", t) for t in texts])
 
 
 def test_an_era_a_codex_rollout_is_indexed_and_rebuilt_whole_when_saved_again(

@@ -10,7 +10,15 @@ from typing import Any
 import pytest
 
 from query.errors import InvalidArgument
-from tests.helpers import assistant, bash, header, tool_result, user
+from tests.helpers import (
+    assistant,
+    bash,
+    codex_object_rollout,
+    codex_said,
+    header,
+    tool_result,
+    user,
+)
 from tests.unit.query.kit import CWD, T0, Kit, follow_all
 
 HEX64 = re.compile(r"^[0-9a-f]{64}$")
@@ -604,8 +612,6 @@ def test_index_wide_budget_reasons_and_skipped_files_count(kit: Kit) -> None:
 
 
 def test_an_era_a_codex_rollout_written_after_the_generation_is_stale(kit: Kit) -> None:
-    import orjson
-
     kit.session("old", chat("old", "needle"), mtime_s=1000)
     kit.build()
     assert kit.recall(query="needle", scope="global")["coverage"]["complete"] is True
@@ -614,17 +620,8 @@ def test_an_era_a_codex_rollout_written_after_the_generation_is_stale(kit: Kit) 
     assert kit.recall(query="needle", scope="global")["coverage"]["complete"] is True
     codex = kit.pi.base / "codex"
     codex.mkdir()
-    rollout = {
-        "session": {"id": "era-a", "timestamp": "2025-05-01T10:00:00Z"},
-        "items": [
-            {
-                "type": "message",
-                "role": "user",
-                "content": [{"type": "input_text", "text": "needle"}],
-            }
-        ],
-    }
-    (codex / "rollout-2025-05-01-era-a.json").write_bytes(orjson.dumps(rollout))
+    rollout = codex_object_rollout("era-a", [codex_said("user", "needle")])
+    (codex / "rollout-2025-05-01-era-a.json").write_bytes(rollout)
     coverage = kit.recall(query="needle", scope="global")["coverage"]
     assert coverage["complete"] is False and coverage["staleSessions"] == 1
     kit.build()

@@ -18,6 +18,7 @@ from stages.parse import parse
 from stages.policy import Policy
 from stages.source import SourceSession
 from store.records import NormalizedEntry
+from tests.helpers import codex_object_rollout, codex_said
 
 REAL = Path(__file__).parents[3].parent / "shared" / "fixtures" / "real" / "codex"
 TID = "019b64e5-57fa-7463-b644-fba7e456f905"
@@ -114,7 +115,7 @@ def test_bare_jsonl_of_the_earlier_era_is_read() -> None:
     session = read(
         {"id": TID, "timestamp": TS, "instructions": None, "git": {"branch": "main"}},
         {"record_type": "state", "previous_response_id": "r1"},
-        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "fix it"}]},
+        codex_said("user", "fix it"),
         {
             "type": "function_call",
             "name": "shell",
@@ -643,18 +644,15 @@ def test_a_rollback_past_the_first_turn_cuts_at_the_first_and_odd_counts_do_noth
 ERA_A_PATH = f"/h/.codex/sessions/rollout-2025-05-01-{TID}.json"
 
 
-def era_a(items: list[dict[str, Any]], *, indent: bool = True) -> bytes:
-    """A rollout as the TS CLI saved it: pretty-printed with two-space indents."""
-    session = {"timestamp": "2025-05-01T10:00:00.000Z", "id": TID, "instructions": "be brief"}
-    option = orjson.OPT_INDENT_2 if indent else 0
-    return orjson.dumps({"session": session, "items": items}, option=option)
+def era_a(items: list[Any], *, indent: bool = True) -> bytes:
+    return codex_object_rollout(TID, items, instructions="be brief", indent=indent)
 
 
 ERA_A_ITEMS: list[dict[str, Any]] = [
     {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "fix it"}]},
     {"type": "function_call", "name": "shell", "arguments": '{"command":["ls"]}', "call_id": "c"},
     {"type": "function_call_output", "call_id": "c", "output": "a.txt"},
-    {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "ok ü"}]},
+    codex_said("assistant", "ok ü"),
 ]
 
 
