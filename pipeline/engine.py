@@ -34,7 +34,7 @@ from pipeline.deltas import Delta, concat_entries, concat_shards
 from pipeline.session_job import Job, build_session, read_source
 from stages.policy import Policy
 from store.records import SessionState, SkippedFile, SourceEvent
-from store.sources import OBJECT_SUFFIX
+from store.sources import is_object_rollout
 from store.writer import StoreWriter
 
 __all__ = [
@@ -175,7 +175,7 @@ class SessionEngine:
             or hot is None
             or state.tier != tier
             or any(e.kind == REWRITE for e in events)
-            or path.endswith(OBJECT_SUFFIX)  # Codex era A: rewritten whole on each save
+            or is_object_rollout(agent, path)  # saved whole each time: no line appends
         ):
             return self.whole(path, agent, tier)
         change = self._append(hot, last)

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from stages.errors import BadInput
 from stages.parse import parse
 from stages.source import ParseResult, SourceSession
-from store.sources import OBJECT_SUFFIX
+from store.sources import is_object_rollout
 
 __all__ = ["AGENTS", "read_session"]
 
@@ -33,7 +33,7 @@ def read_session(data: bytes, path: str, agent: str) -> SourceSession:
     except KeyError:
         raise BadInput(f"unknown agent {agent!r}; expected one of {AGENTS}") from None
     reader: Reader = getattr(importlib.import_module(module), name)
-    if agent == "codex" and path.endswith(OBJECT_SUFFIX):
+    if is_object_rollout(agent, path):
         from stages.codex.rollout_object import parse_object
 
         return reader(parse_object(data), path)  # era A: one JSON object, not lines

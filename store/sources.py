@@ -15,6 +15,7 @@ __all__ = [
     "OBJECT_PREFIX",
     "OBJECT_SUFFIX",
     "could_be_session_name",
+    "is_object_rollout",
     "is_session_name",
     "session_stem",
 ]
@@ -31,6 +32,12 @@ def is_session_name(agent: str, name: str) -> bool:
     if name.endswith(LINES_SUFFIX):
         return True
     return agent == "codex" and name.startswith(OBJECT_PREFIX) and name.endswith(OBJECT_SUFFIX)
+
+
+def is_object_rollout(agent: str, path: str) -> bool:
+    """True for a session file holding one JSON object (Codex era A): it is read whole and
+    rewritten whole, never appended to by lines."""
+    return agent == "codex" and path.endswith(OBJECT_SUFFIX)
 
 
 def could_be_session_name(name: str) -> bool:

@@ -24,9 +24,8 @@ import orjson
 
 from stages.source import ParseResult, RawRecord
 
-__all__ = ["OBJECT_SUFFIX", "parse_object"]
+__all__ = ["parse_object"]
 
-OBJECT_SUFFIX: Final = ".json"
 _DECODER: Final = json.JSONDecoder()
 _SPACE: Final = " \t\r\n"
 
