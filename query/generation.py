@@ -391,15 +391,20 @@ def _patched_lookups(
     tables = tuple(dict(table) for table in previous)
     for s in moved:
         before = old[s.path]
-        key = order_key(s)
         for table, was, now in zip(tables, _lookup_keys(before), _lookup_keys(s), strict=True):
-            rest = [x for x in table[was] if x is not before]
+            # Lists are in order_key order and keys are unique (they hold the path): both
+            # places are found by bisection, so a long list costs a copy, not a key each.
+            rest = list(table[was])
+            i = bisect.bisect_left(rest, order_key(before), key=order_key)
+            if i == len(rest) or rest[i] is not before:
+                return None  # not where the previous generation put it: rebuild instead
+            del rest[i]
             if rest:
                 table[was] = rest
             else:
                 del table[was]
             into = list(table.get(now, ()))
-            into.insert(bisect.bisect_left([order_key(x) for x in into], key), s)
+            bisect.insort(into, s, key=order_key)
             table[now] = into
     by_id, by_stem, by_cwd = tables
     return by_id, by_stem, by_cwd
