@@ -35,6 +35,10 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
     return files
 
 
+def _healthy(corpus: list[Path]) -> list[Path]:
+    return [f for f in corpus if POISON not in f.name]
+
+
 def _jobs(files: list[Path], index: Path) -> tuple[list[Job], dict[str, int]]:
     jobs = [Job(str(f), "pi", "cold", Policy(), str(index)) for f in files]
     return jobs, {str(f): f.stat().st_size for f in files}
@@ -60,7 +64,7 @@ def test_a_session_that_kills_its_worker_is_skipped_and_the_rest_indexed(
 def test_a_message_that_raises_fails_its_sessions_with_the_traceback(
     corpus: list[Path], tmp_path: Path
 ) -> None:
-    jobs, sizes = _jobs([f for f in corpus if POISON not in f.name], tmp_path / "index")
+    jobs, sizes = _jobs(_healthy(corpus), tmp_path / "index")
     with WorkerPool(2, inline=False, index_unit=pool_helpers.index_raises) as pool:
         results = list(pool.index(jobs, sizes))
     assert sorted(r.path for r in results) == sorted(sizes)
@@ -71,7 +75,7 @@ def test_a_message_that_raises_fails_its_sessions_with_the_traceback(
 def test_the_same_sessions_index_the_same_in_workers_and_inline(
     corpus: list[Path], tmp_path: Path
 ) -> None:
-    healthy = [f for f in corpus if POISON not in f.name]
+    healthy = _healthy(corpus)
     jobs, sizes = _jobs(healthy, tmp_path / "spawned")
     with WorkerPool(2, inline=False) as pool:
         spawned = {r.path: r.state for r in pool.index(jobs, sizes)}
@@ -83,7 +87,7 @@ def test_the_same_sessions_index_the_same_in_workers_and_inline(
 
 
 def _buckets(corpus: list[Path], index: Path) -> list[tuple[str, ...]]:
-    healthy = [f for f in corpus if POISON not in f.name]
+    healthy = _healthy(corpus)
     jobs, sizes = _jobs(healthy, index)
     with WorkerPool(1, inline=True) as pool:
         states = [r.state for r in pool.index(jobs, sizes) if r.state is not None]
@@ -127,7 +131,7 @@ def test_workers_that_cannot_start_stop_the_run_instead_of_respawning_forever(
     corpus: list[Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(pipeline.pool, "_serve", pool_helpers.die_at_start)
-    jobs, sizes = _jobs([f for f in corpus if POISON not in f.name], tmp_path / "index")
+    jobs, sizes = _jobs(_healthy(corpus), tmp_path / "index")
     with (
         pytest.raises(WorkerDied, match="die as they start"),
         WorkerPool(2, inline=False) as pool,
@@ -187,7 +191,7 @@ def test_a_worker_that_died_idle_is_replaced_before_it_gets_work(
     import os
     import signal
 
-    healthy = [f for f in corpus if POISON not in f.name]
+    healthy = _healthy(corpus)
     jobs, sizes = _jobs(healthy, tmp_path / "index")
     with WorkerPool(2, inline=False) as pool:
         assert all(r.state is not None for r in pool.index(jobs, sizes))
