@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import bisect
 import itertools
+import operator
 import os
 import sys
 from array import array
@@ -63,6 +64,12 @@ _LITTLE: Final = sys.byteorder == "little"
 # Decoded blocks kept per segment: a lookup of a common term hits them again, a one-off does
 # not; a cold tier of many segments multiplies this, so it stays small.
 _CACHED_BLOCKS: Final = 16
+# Writing: a posting tag travels beside its term as nibble bytes, 0x10 | 4 bits each.
+_NIBBLE: Final = 0x10
+_NIBBLES: Final = bytes(range(_NIBBLE, _NIBBLE + 16))
+_NIBBLE_HEX: Final = bytes.maketrans(_NIBBLES, b"0123456789abcdef")
+_NOT_NIBBLE: Final = bytes(c for c in range(256) if c not in _NIBBLES)
+_CONTROL: Final = bytes(range(0x20))
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,6 +99,13 @@ def _le(values: array[int]) -> bytes:
 def _from_le(code: str, data: bytes) -> array[int]:
     out = array(code, data)
     if not _LITTLE:
+        out.byteswap()
+    return out
+
+
+def _from_be(code: str, data: bytes) -> array[int]:
+    out = array(code, data)
+    if _LITTLE:
         out.byteswap()
     return out
 
@@ -134,56 +148,70 @@ class _Blocks:
         return data
 
 
+def _tagged(digest: DigestVocabulary, ordinal: int, width: int) -> Iterator[bytes]:
+    """*digest*'s terms as one ``\\n``-joined blob per posting tag, each term followed by
+    the tag in *width* nibble bytes (see ``encode_lexicon``)."""
+    base = ordinal << 2
+    if digest.all_terms is None or digest.all_terms == digest.active:
+        groups = [(digest.active, base | _BOTH)]
+    else:
+        # A branched session: a term may be in one view only (the all view's vocabulary can
+        # also be the one a size cap cut). Set algebra keeps this at C speed.
+        active, every = set(_split(digest.active)), set(_split(digest.all_terms))
+        groups = [
+            (b"\n".join(sorted(group)), base | flag)
+            for group, flag in (
+                (active & every, _BOTH),
+                (every - active, IN_ALL),
+                (active - every, IN_ACTIVE),
+            )
+        ]
+    for blob, tag in groups:
+        if not blob:
+            continue
+        if len(blob) - len(blob.translate(None, _CONTROL)) != blob.count(b"\n"):
+            raise ValueError(f"a term of {digest.name} holds a control character")
+        suffix = bytes(_NIBBLE | (tag >> shift) & 0xF for shift in range(4 * width - 4, -4, -4))
+        yield blob.replace(b"\n", suffix + b"\n") + suffix
+
+
 def encode_lexicon(digests: Sequence[DigestVocabulary]) -> bytes:
     """The lexicon segment over *digests* (ordinal = position in the sequence).
 
     Deterministic: the same digests in the same order give the same bytes. The merge is one
-    stable sort of every (term, digest) pair by term — each vocabulary arrives sorted, so it
-    mostly merges runs — and C-level passes over the result; no Python code runs per pair.
+    sort and C-level passes; no Python code runs per (term, digest) pair. Each term is
+    sorted with its posting tag appended as nibble bytes (0x10-0x1F): a term's own bytes are
+    word characters (never below 0x30), so ``term + tag`` sorts by term, then by tag (the
+    digest's ordinal), and each vocabulary arrives sorted, so the sort mostly merges runs.
+    One ``translate`` then pulls every tag out as hex and another drops them from the terms.
     """
     if len(digests) > MAX_DIGESTS:
         raise ValueError(f"a lexicon segment holds at most {MAX_DIGESTS} digests")
-    terms: list[bytes] = []
-    tags = array("I")
-    for ordinal, d in enumerate(digests):
-        base = ordinal << 2
-        if d.all_terms is None or d.all_terms == d.active:
-            parts = _split(d.active)
-            terms.extend(parts)
-            tags.extend(itertools.repeat(base | _BOTH, len(parts)))
-            continue
-        # A branched session: a term may be in one view only (the all view's vocabulary can
-        # also be the one a size cap cut). Set algebra keeps this at C speed; order within
-        # one digest does not matter, the stable sort below orders by term.
-        active, every = set(_split(d.active)), set(_split(d.all_terms))
-        for group, flag in (
-            (sorted(active & every), _BOTH),
-            (sorted(every - active), IN_ALL),
-            (sorted(active - every), IN_ACTIVE),
-        ):
-            terms.extend(group)
-            tags.extend(itertools.repeat(base | flag, len(group)))
-    order = sorted(range(len(terms)), key=terms.__getitem__)
-    ordered = list(map(terms.__getitem__, order))
-    postings = array("I", map(tags.__getitem__, order))
-    del terms, tags, order
-    # The last write of a key wins and insertion order is kept: one C-level pass gives the
-    # distinct terms in sorted order and the end of each term's run of postings.
-    ends = dict(zip(ordered, range(1, len(ordered) + 1), strict=True))
-    del ordered
-    distinct = list(ends)
-    run_ends = array("Q", ends.values())
-    del ends
+    # 4 nibbles hold the tags of 16,384 digests (a bucket is far smaller), else 8.
+    width = 4 if len(digests) <= 1 << 14 else 8
+    pieces = [piece for ordinal, d in enumerate(digests) for piece in _tagged(d, ordinal, width)]
     blocks = _Blocks()
-    start = 0
+    if not pieces:
+        return blocks.encode([d.name for d in digests])
+    pairs = b"\n".join(pieces).split(b"\n")
+    del pieces
+    pairs.sort()
+    joined = b"\n".join(pairs)
+    del pairs
+    tags = bytes.fromhex(joined.translate(_NIBBLE_HEX, _NOT_NIBBLE).decode("ascii"))
+    postings = array("I", _from_be("H" if width == 4 else "I", tags))
+    terms = joined.translate(None, _NIBBLES).split(b"\n")
+    del joined, tags
+    # A sorted list: a term's run of postings starts where it differs from the one before.
+    new = list(map(operator.ne, itertools.islice(terms, 1, None), terms))
+    starts = array("Q", [0, *itertools.compress(range(1, len(terms)), new)])
+    distinct = [terms[0], *itertools.compress(itertools.islice(terms, 1, None), new)]
+    starts.append(len(terms))
+    del terms, new
+    counts = array("I", map(operator.sub, itertools.islice(starts, 1, None), starts))
     for k in range(0, len(distinct), BLOCK_TERMS):
-        chunk = distinct[k : k + BLOCK_TERMS]
-        stops = run_ends[k : k + BLOCK_TERMS]
-        counts = array(
-            "I", (b - a for a, b in itertools.pairwise(itertools.chain((start,), stops)))
-        )
-        blocks.add(chunk, counts, postings[start : stops[-1]])
-        start = stops[-1]
+        stop = min(k + BLOCK_TERMS, len(distinct))
+        blocks.add(distinct[k:stop], counts[k:stop], postings[starts[k] : starts[stop]])
     return blocks.encode([d.name for d in digests])
 
 

@@ -134,3 +134,26 @@ def test_damaged_segments_are_refused_not_misread(tmp_path: Path) -> None:
         with pytest.raises(CorruptRecord):
             lex = LexiconSegment(path)
             lex.holders(b"beta", IN_ACTIVE)  # a damaged block shows when it is read
+
+
+def test_tags_of_more_digests_than_four_nibbles_hold(tmp_path: Path) -> None:
+    # Past 2**14 digests a posting tag needs eight nibbles while sorting.
+    count = (1 << 14) + 3
+    ds = [
+        DigestVocabulary(f"{i:064x}.digest", b"shared\nt%d" % (i % 5), None if i % 2 else b"odd")
+        for i in range(count)
+    ]
+    lex = LexiconSegment(write(tmp_path, encode_lexicon(ds)))
+    assert lex.holders(b"shared", IN_ACTIVE) == list(range(count))
+    assert lex.holders(b"shared", IN_ALL) == list(range(1, count, 2))
+    assert lex.holders(b"odd", IN_ALL) == list(range(0, count, 2))
+    assert lex.holders(b"t4", IN_ACTIVE) == list(range(4, count, 5))
+    lex.close()
+
+
+@pytest.mark.parametrize("term", [b"a\x00b", b"a\x01", b"\x1fz", b"tab\there"])
+def test_a_term_with_a_control_character_is_refused(term: bytes) -> None:
+    # Tokens are word characters; anything else would sort among the tags in the merge.
+    ds = [DigestVocabulary("a" * 64 + ".digest", b"\n".join(sorted([b"fine", term])))]
+    with pytest.raises(ValueError, match="control character"):
+        encode_lexicon(ds)
