@@ -153,6 +153,8 @@ def _inner(spec: dict[str, Any]) -> dict[str, Any]:
     sync = run_measured([binary, "sync"], env=env)
     out["sync"] = {
         "seconds": sync.seconds,
+        "user_s": sync.user_s,
+        "sys_s": sync.sys_s,
         "peak_rss_kb": sync.peak_rss_kb,
         "returncode": sync.returncode,
         "says": [ln for ln in sync.stdout.splitlines() if "ync complete" in ln or "Database" in ln],

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 import os
+import resource
 import statistics
 import subprocess
 import threading
@@ -147,6 +148,9 @@ class Measured:
     write_bytes: int  # bytes the tree caused to be sent to storage
     stdout: str
     stderr: str
+    # CPU seconds of the processes it waited for (a tool that reaps its workers counts them)
+    user_s: float = 0.0
+    sys_s: float = 0.0
 
 
 def run_measured(
@@ -164,6 +168,7 @@ def run_measured(
     """
     os.sync()
     before = io_counters()
+    cpu_before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     proc = subprocess.Popen(
         list(argv),
@@ -183,6 +188,7 @@ def run_measured(
     seconds = time.perf_counter() - started
     peak = sampler.stop()
     after = io_counters()
+    cpu = resource.getrusage(resource.RUSAGE_CHILDREN)
     return Measured(
         argv=tuple(argv),
         returncode=proc.returncode,
@@ -192,6 +198,8 @@ def run_measured(
         write_bytes=after.get("write_bytes", 0) - before.get("write_bytes", 0),
         stdout=out,
         stderr=err,
+        user_s=cpu.ru_utime - cpu_before.ru_utime,
+        sys_s=cpu.ru_stime - cpu_before.ru_stime,
     )
 
 

@@ -98,24 +98,26 @@ def render(res: dict[str, Any]) -> str:
         f"{m['cpus']} CPUs, Python {m['python']}, load average {m['loadavg_start'][0]} at "
         f"start, {m.get('loadavg_end', ['?'])[0]} at end",
         "",
-        f"{'Build from empty':<34}{'wall s':>8}{'MB/s':>8}{'lines/s':>10}{'peak RSS MB':>13}",
+        f"{'Build from empty':<34}{'wall s':>8}{'MB/s':>8}{'lines/s':>10}{'peak RSS MB':>13}"
+        f"{'CPU s user / sys':>19}",
     ]
 
-    def build_row(name: str, seconds: float | None, rss_kb: int | None) -> str:
+    def build_row(name: str, run: dict[str, Any]) -> str:
+        seconds = run.get("seconds")
         if not seconds:
             return f"  {name:<32}{'n/a':>8}"
+        cpu = f"{run['user_s']:.1f} / {run['sys_s']:.1f}" if "user_s" in run else "-"
         return (
             f"  {name:<32}{seconds:>8.1f}{c['bytes'] / MB / seconds:>8.1f}"
-            f"{c['lines'] / seconds:>10,.0f}{_mb(rss_kb):>13}"
+            f"{c['lines'] / seconds:>10,.0f}{_mb(run.get('peak_rss_kb')):>13}{cpu:>19}"
         )
 
     cold = res["build"]["cold"]
-    lines.append(build_row("sessiondex pipeline run --once", cold["seconds"], cold["peak_rss_kb"]))
-    fb = res.get("fts5_build", {})
-    lines.append(build_row("SQLite FTS5, one process", fb.get("seconds"), fb.get("peak_rss_kb")))
+    lines.append(build_row("sessiondex pipeline run --once", cold))
+    lines.append(build_row("SQLite FTS5, one process", res.get("fts5_build", {})))
     av = res.get("agentsview") or {}
     if av.get("sync"):
-        lines.append(build_row("agentsview sync", av["sync"]["seconds"], av["sync"]["peak_rss_kb"]))
+        lines.append(build_row("agentsview sync", av["sync"]))
     noop = res["build"]["noop"]
     lines.append(
         f"  no-op rerun: {noop['seconds']:.2f} s ({noop['seconds'] / cold['seconds']:.1%} of "

@@ -23,6 +23,7 @@ sys.path.insert(0, str(OPS))
 from bench_lib.groups import GROUPS, build_groups  # noqa: E402
 from bench_lib.procs import percentiles, resident_kb, rss_kb, run_measured  # noqa: E402
 from bench_lib.report import evaluate  # noqa: E402
+from bench_lib.workdir import OLD_PREFIX, clear_aside, set_aside  # noqa: E402
 
 
 def test_percentiles_are_nearest_rank() -> None:
@@ -123,6 +124,11 @@ def test_targets_report_ratios_and_misses() -> None:
 
 @pytest.mark.integration
 def test_bench_runs_end_to_end_on_a_tiny_corpus(tmp_path: Path) -> None:
+    # What an earlier run left: set aside before the builds, deleted after the measurements.
+    (tmp_path / "index" / "records").mkdir(parents=True)
+    (tmp_path / "index" / "records" / "old").write_bytes(b"x")
+    (tmp_path / "corpus" / "pi").mkdir(parents=True)
+    (tmp_path / "corpus" / "pi" / "stale.jsonl").write_bytes(b"{}\n")
     env = {**os.environ, "PYTHONPATH": str(OPS)}
     argv = [sys.executable, "-m", "bench_lib", "--sessions", "12", "--mean-kb", "12"]
     argv += ["--work", str(tmp_path), "--reps", "1", "--per-group", "3", "--cli-runs", "1"]
@@ -148,6 +154,26 @@ def test_bench_runs_end_to_end_on_a_tiny_corpus(tmp_path: Path) -> None:
     assert "rg skipped: --no-rg" in result["notes"]
     assert {t["name"] for t in result["targets"]} >= {"build_vs_fts5", "noop_bytes"}
     assert "Quality (fails --check)" in proc.stdout
+    assert result["build"]["cold"]["user_s"] > 0 and result["fts5_build"]["user_s"] > 0
+    assert "CPU s user / sys" in proc.stdout
+    assert not (tmp_path / "index" / "records" / "old").exists()
+    assert not (tmp_path / "corpus" / "pi" / "stale.jsonl").exists()
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(OLD_PREFIX)]
+
+
+def test_an_earlier_run_is_set_aside_whole_and_cleared_later(tmp_path: Path) -> None:
+    assert set_aside(tmp_path, ("index", "corpus")) is None
+    (tmp_path / "index").mkdir()
+    (tmp_path / "index" / "CURRENT").write_text("1")
+    (tmp_path / "fts5.db").write_bytes(b"db")
+    (tmp_path / "keep").write_bytes(b"mine")
+    aside = set_aside(tmp_path, ("index", "corpus", "fts5.db"))
+    assert aside is not None and aside.name.startswith(OLD_PREFIX)
+    assert (aside / "index" / "CURRENT").read_text() == "1"
+    assert (aside / "fts5.db").read_bytes() == b"db"
+    assert not (tmp_path / "index").exists() and not (tmp_path / "fts5.db").exists()
+    clear_aside(tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["keep"]
 
 
 def test_a_miss_is_excused_only_past_a_vocabulary_cut_the_index_can_still_find() -> None:
