@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from bench_lib.corpus import SIZES, ensure_corpus, plant_canaries, write_config
+from bench_lib.floor import socket_floor
 from bench_lib.groups import Query, build_groups
 from bench_lib.procs import percentiles, rss_kb, run_measured, tree_rss_kb
 from bench_lib.quality import run_quality
@@ -452,6 +453,9 @@ def _measure_queries(
         res["query_rss"] = serve.rss() if serve else ours.rss()
     finally:
         ours.close()
+    if serve:
+        _log("socket floor: framed round trips to an echo process")
+        res["socket_floor"] = socket_floor()
 
     _log("FTS5 warm queries")
     fts = Worker([sys.executable, "-m", "bench_lib.fts5", "serve", str(work / "fts5.db")], _env())

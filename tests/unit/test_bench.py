@@ -20,6 +20,7 @@ REPO = Path(__file__).resolve().parents[2]
 OPS = REPO / "ops"
 sys.path.insert(0, str(OPS))
 
+from bench_lib.floor import socket_floor  # noqa: E402
 from bench_lib.groups import GROUPS, build_groups  # noqa: E402
 from bench_lib.procs import percentiles, resident_kb, rss_kb, run_measured  # noqa: E402
 from bench_lib.report import evaluate  # noqa: E402
@@ -120,6 +121,16 @@ def test_targets_report_ratios_and_misses() -> None:
     assert got["p95_vs_fts5.planted"]["met"] is False  # 2/3 > 0.5
     assert got["noop_share"]["met"] is False  # 10 % of the cold build
     assert got["noop_bytes"]["met"] and got["fresh_p95_ms"]["met"]
+    assert got["p95_vs_fts5.planted"]["limit_ms"] == 1.5
+    assert "below_socket_floor" not in got["p95_vs_fts5.planted"]
+    res["socket_floor"] = {"n": 100, "p50": 1.0, "p95": 1.6, "p99": 2.0}
+    floored = {t["name"]: t for t in evaluate(res)}["p95_vs_fts5.planted"]
+    assert floored["below_socket_floor"] and floored["met"] is False  # still a miss
+
+
+def test_the_socket_floor_is_a_round_trip_to_an_echo_process() -> None:
+    floor = socket_floor(count=50, warmup=5)
+    assert floor["n"] == 50 and 0 < floor["p50"] <= floor["p95"] <= floor["p99"]
 
 
 @pytest.mark.integration
@@ -156,6 +167,7 @@ def test_bench_runs_end_to_end_on_a_tiny_corpus(tmp_path: Path) -> None:
     assert "Quality (fails --check)" in proc.stdout
     assert result["build"]["cold"]["user_s"] > 0 and result["fts5_build"]["user_s"] > 0
     assert "CPU s user / sys" in proc.stdout
+    assert result["socket_floor"]["n"] > 0 and "socket floor" in proc.stdout
     assert not (tmp_path / "index" / "records" / "old").exists()
     assert not (tmp_path / "corpus" / "pi" / "stale.jsonl").exists()
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(OLD_PREFIX)]
