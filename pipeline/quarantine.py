@@ -12,20 +12,30 @@
                                  changed since          ─► indexed again (a new chance)
 
 Without this a restarted worker resumes at the same journal event, dies on the same session,
-and its shard of sessions never moves again. The breadcrumb is a few KiB of shared memory
-written without a lock: only the worker writes it, and the supervisor reads it after the
-worker is dead, so a read never races a write.
+and its shard of sessions never moves again. The supervisor keeps the quarantine in its run
+state (``Quarantined.to_state``), and a new supervisor takes back every entry whose file is
+still unchanged (``restore``), so restarting the service does not cost two more deaths.
+
+The breadcrumb is a few KiB of shared memory written without a lock: only the worker writes
+it, and the supervisor reads it after the worker is dead, so a read never races a write.
 """
 
 from __future__ import annotations
 
 import os
 import struct
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-__all__ = ["CRASHES_TO_QUARANTINE", "Breadcrumb", "Quarantine", "Quarantined", "file_stamp"]
+__all__ = [
+    "CRASHES_TO_QUARANTINE",
+    "Breadcrumb",
+    "Quarantine",
+    "Quarantined",
+    "file_stamp",
+    "restore",
+]
 
 # Deaths on the same unchanged file before it is set aside: one could be bad luck (a kill
 # aimed at the process, memory taken by something else), two in a row is the file.
@@ -87,12 +97,45 @@ class Quarantined:
         """True while *path* is this file, unchanged."""
         return path == self.path and file_stamp(path) == (self.size, self.mtime_ns)
 
+    def to_state(self) -> dict[str, Any]:
+        """The run-state form (``restore`` reads it back)."""
+        return {
+            "path": self.path,
+            "size": self.size,
+            "mtimeNs": self.mtime_ns,
+            "crashes": self.crashes,
+            "cause": self.how,
+        }
+
+
+def restore(entries: object) -> list[Quarantined]:
+    """The quarantined sessions of an earlier run state whose files are still unchanged;
+    anything malformed is dropped (the file then simply gets another chance)."""
+    out: list[Quarantined] = []
+    for e in entries if isinstance(entries, list) else ():
+        if not isinstance(e, dict):
+            continue
+        path, size, mtime_ns = e.get("path"), e.get("size"), e.get("mtimeNs")
+        crashes, how = e.get("crashes"), e.get("cause")
+        if not (
+            isinstance(path, str)
+            and isinstance(size, int)
+            and isinstance(mtime_ns, int)
+            and isinstance(crashes, int)
+            and isinstance(how, str)
+        ):
+            continue
+        held = Quarantined(path, size, mtime_ns, crashes, how)
+        if held.crashes >= CRASHES_TO_QUARANTINE and held.holds(path):
+            out.append(held)
+    return out
+
 
 class Quarantine:
     """The supervisor's count of worker deaths per session file."""
 
-    def __init__(self) -> None:
-        self._deaths: dict[str, Quarantined] = {}
+    def __init__(self, held: Iterable[Quarantined] = ()) -> None:
+        self._deaths: dict[str, Quarantined] = {q.path: q for q in held}
 
     def crashed(self, crumb: tuple[str, int, int], how: str) -> Quarantined | None:
         """Count a worker's death on *crumb*; the entry when this death quarantines it."""

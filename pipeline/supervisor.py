@@ -46,7 +46,7 @@ import structlog
 
 from pipeline.children import EXIT_BOOT, ChildSpec, Flag, Shared, child_main
 from pipeline.exits import describe_exit
-from pipeline.quarantine import BREADCRUMB_BYTES, Breadcrumb, Quarantine
+from pipeline.quarantine import BREADCRUMB_BYTES, Breadcrumb, Quarantine, restore
 from pipeline.resume import journal_start
 from pipeline.settings import RunSettings
 from store.atomic import atomic_write, ensure_dir
@@ -153,7 +153,8 @@ class ProcessSupervisor:
         names = [("watcher", "watcher", _WATCH, 0)]
         names += [(f"index-{k}", "index", _INDEX, k) for k in range(settings.workers)]
         names.append(("publisher", "publisher", _INDEX, 0))
-        self.quarantine = Quarantine()
+        previous = read_run_state(config.index_dir) or {}
+        self.quarantine = Quarantine(restore(previous.get("quarantined")))
         for name, role, group, worker_id in names:
             heartbeat = self.ctx.Value("d", 0.0, lock=False)
             crumb = (
@@ -173,6 +174,9 @@ class ProcessSupervisor:
                     index_dir=str(self.config.index_dir),
                     workers=self.settings.workers,
                 )
+                if self.quarantine.held():
+                    # from the last run's state: these files are unchanged since
+                    log.warning("quarantine.restored", paths=sorted(self.quarantine.held()))
                 self._start_group(_WATCH)
                 self._start_group(_INDEX)
                 while True:
@@ -507,10 +511,7 @@ class ProcessSupervisor:
                 }
                 for c in self.children.values()
             ],
-            "quarantined": [
-                {"path": q.path, "crashes": q.crashes, "cause": q.how}
-                for q in self.quarantine.held().values()
-            ],
+            "quarantined": [q.to_state() for q in self.quarantine.held().values()],
         }
         with contextlib.suppress(OSError):  # status is best effort; the index is not
             atomic_write(run_state_path(self.config.index_dir), orjson.dumps(state))

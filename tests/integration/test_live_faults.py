@@ -259,6 +259,21 @@ def test_a_session_that_kills_its_worker_every_time_is_set_aside(pi: PiRoot) -> 
         assert f"quarantined {poison}: a worker died on it 2 times (killed by SIGKILL" in shown
         crashes = [e for e in live.events() if e.get("event") == "worker.crashed"]
         assert len(crashes) == 2  # no crash loop
+        # A restarted service takes the quarantine back from the run state: the unchanged
+        # file costs no more deaths, and the shard still moves.
+        assert live.stop() == 0
+        live = Driven(pi.config_path, "poison").start()
+        wait_for(
+            lambda: any(e.get("event") == "quarantine.restored" for e in live.events()),
+            timeout=30,
+            what="quarantine.restored in the log",
+        )
+        with healthy.open("ab") as f:
+            f.write(jsonl([user("sa-2", "sa-1", "restarted words", T0 + 3)]))
+        wait_for(lambda: published_term(pi, "restarted"), timeout=30, what="an append published")
+        assert skipped_reason(pi, poison) == "index_error"
+        crashes = [e for e in live.events() if e.get("event") == "worker.crashed"]
+        assert len(crashes) == 2
         # A changed file gets another chance (and kills a worker again).
         with poison.open("ab") as f:
             f.write(jsonl([user("sp-1", "sp-0", "more words", T0 + 2)]))

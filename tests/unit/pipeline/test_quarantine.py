@@ -12,6 +12,7 @@ from pipeline.quarantine import (
     Breadcrumb,
     Quarantine,
     file_stamp,
+    restore,
 )
 
 
@@ -71,3 +72,27 @@ def test_a_quarantined_file_is_held_only_while_unchanged(tmp_path: Path) -> None
     assert not held.holds(str(path))
     os.unlink(path)
     assert not held.holds(str(path))
+
+
+def test_a_new_supervisor_takes_back_what_is_still_unchanged(tmp_path: Path) -> None:
+    kept, changed, gone = (tmp_path / n for n in ("kept.jsonl", "changed.jsonl", "gone.jsonl"))
+    for p in (kept, changed, gone):
+        p.write_bytes(b"{}\n")
+    q = Quarantine()
+    for p in (kept, changed, gone):
+        stamp = (str(p), *file_stamp(str(p)))
+        q.crashed(stamp, "killed by SIGKILL")
+        q.crashed(stamp, "killed by SIGKILL")
+    q.crashed((str(tmp_path / "once.jsonl"), 1, 1), "x")  # one death: not quarantined
+    state = [h.to_state() for h in q.held().values()]
+    with changed.open("ab") as f:
+        f.write(b"{}\n")
+    gone.unlink()
+    back = restore([*state, {"path": 3}, "junk", {**state[0], "crashes": 1}])
+    assert [h.path for h in back] == [str(kept)]
+    assert back[0] == q.held()[str(kept)]
+    again = Quarantine(back)
+    assert set(again.held()) == {str(kept)}
+    assert again.crashed((str(kept), *file_stamp(str(kept))), "x") is None  # counted on: 3
+    assert again.held()[str(kept)].crashes == 3
+    assert restore(None) == [] and restore({"path": "x"}) == []
