@@ -405,16 +405,31 @@ class BackgroundBuilds:
 
     A bucket of a large cold tier takes a good part of a second to build; built in the
     publisher's own loop it would hold back every append waiting to be published. A build
-    whose worker died twice (or that raised) is dropped with ``lexicon.failed``: the bucket's
-    digests answer from their own vocabularies until the cold tier changes and the publisher
-    plans it again.
+    whose worker died twice (or that raised) is dropped with ``lexicon.failed``; its bucket's
+    digests answer from their own vocabularies meanwhile, and ``due`` offers the bucket again
+    after a pause that doubles with each failure in a row (``RETRY_FIRST_S`` up to
+    ``RETRY_MAX_S``), so a bucket that cannot be built is neither forgotten nor rebuilt in a
+    loop.
     """
 
-    def __init__(self, index_dir: Path, *, build_bucket: BuildBucket = build_bucket) -> None:
+    RETRY_FIRST_S: Final = 30.0
+    RETRY_MAX_S: Final = 1800.0
+
+    def __init__(
+        self,
+        index_dir: Path,
+        *,
+        build_bucket: BuildBucket = build_bucket,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.index_dir = Path(index_dir)
         self._pool = WorkerPool(1, inline=False, build_bucket=build_bucket)
+        self._clock = clock
         self._running: BucketHandle | None = None
         self.building: tuple[str, ...] | None = None  # the bucket being built
+        self._failed: tuple[str, ...] | None = None
+        self._failures = 0
+        self._retry_at = 0.0
 
     @property
     def busy(self) -> bool:
@@ -423,11 +438,13 @@ class BackgroundBuilds:
     def submit(self, digests: tuple[str, ...]) -> None:
         self._running = self._pool.submit_bucket(self.index_dir, digests)
         self.building = digests
+        if digests == self._failed:
+            self._failed = None
 
     def poll(self, timeout: float | None = 0.0) -> str | None:
         """The segment just built once the running build has finished, else None (a None
         *timeout* waits for it)."""
-        running = self._running
+        running, bucket = self._running, self.building
         if running is None:
             return None
         try:
@@ -437,9 +454,21 @@ class BackgroundBuilds:
             name, _ = running.get()
         except (WorkerDied, TaskFailed) as exc:
             self._running = self.building = None
-            log.error("lexicon.failed", error=str(exc))
+            self._failures += 1
+            pause = min(self.RETRY_MAX_S, self.RETRY_FIRST_S * 2 ** (self._failures - 1))
+            self._failed, self._retry_at = bucket, self._clock() + pause
+            log.error("lexicon.failed", error=str(exc), retry_in_s=pause)
             return None
+        self._failures = 0
         return name
+
+    def due(self) -> tuple[str, ...] | None:
+        """The bucket whose build failed, once its pause is over (then it is forgotten: the
+        caller submits it or finds it planned away)."""
+        if self._failed is None or self._clock() < self._retry_at:
+            return None
+        bucket, self._failed = self._failed, None
+        return bucket
 
     def close(self) -> None:
         self._pool.terminate()

@@ -263,6 +263,11 @@ class Publisher:
             if name is not None:
                 self._lexicon_built.append(name)
                 self._dirty = True
+            again = background.due()
+            if again is not None and again not in self._lexicon_todo:
+                # a replan since the failure may have replaced it; building it anyway only
+                # costs a segment the next plan ignores
+                self._lexicon_todo.insert(0, again)
             if not background.busy and self._lexicon_todo:
                 background.submit(self._lexicon_todo.pop(0))
             return background.busy

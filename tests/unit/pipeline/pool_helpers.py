@@ -52,3 +52,11 @@ def bucket_raises(index_dir: str, digests: tuple[str, ...]) -> tuple[str, int]:
 
 def die_at_start(conn: Any) -> None:
     os._exit(1)
+
+
+def bucket_raises_once(index_dir: str, digests: tuple[str, ...]) -> tuple[str, int]:
+    marker = Path(index_dir) / "raised-once"
+    if not marker.exists():
+        marker.touch()
+        raise OSError(28, "No space left on device")
+    return build_bucket(index_dir, digests)

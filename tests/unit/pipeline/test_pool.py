@@ -171,6 +171,56 @@ def test_a_background_build_whose_worker_keeps_dying_is_dropped_not_awaited_fore
         builds.close()
 
 
+def test_a_dropped_background_build_is_offered_again_after_a_pause_that_doubles(
+    corpus: list[Path], tmp_path: Path
+) -> None:
+    index = tmp_path / "index"
+    bucket = _buckets(corpus, index)[0]
+    now = [0.0]
+    builds = BackgroundBuilds(index, build_bucket=pool_helpers.bucket_raises, clock=lambda: now[0])
+    try:
+        builds.submit(bucket)
+        assert builds.poll(timeout=None) is None and not builds.busy
+        assert builds.due() is None
+        now[0] = BackgroundBuilds.RETRY_FIRST_S - 0.1
+        assert builds.due() is None
+        now[0] = BackgroundBuilds.RETRY_FIRST_S
+        assert builds.due() == bucket
+        assert builds.due() is None  # handed out once
+        builds.submit(bucket)
+        assert builds.poll(timeout=None) is None  # fails again: the pause doubles
+        now[0] += 2 * BackgroundBuilds.RETRY_FIRST_S - 0.1
+        assert builds.due() is None
+        now[0] += 0.1
+        assert builds.due() == bucket
+    finally:
+        builds.close()
+
+
+def test_a_retried_background_build_that_succeeds_is_not_offered_again(
+    corpus: list[Path], tmp_path: Path
+) -> None:
+    index = tmp_path / "index"
+    bucket = _buckets(corpus, index)[0]
+    now = [0.0]
+    builds = BackgroundBuilds(
+        index, build_bucket=pool_helpers.bucket_raises_once, clock=lambda: now[0]
+    )
+    try:
+        builds.submit(bucket)
+        assert builds.poll(timeout=None) is None
+        now[0] = BackgroundBuilds.RETRY_FIRST_S
+        again = builds.due()
+        assert again == bucket
+        builds.submit(again)
+        name = builds.poll(timeout=None)
+        assert name is not None and StoreWriter(index).layout.record_path(name).is_file()
+        now[0] = 10 * BackgroundBuilds.RETRY_MAX_S
+        assert builds.due() is None
+    finally:
+        builds.close()
+
+
 def test_exits_are_described_for_people() -> None:
     assert describe_exit(-9) == "killed by SIGKILL (out of memory?)"
     assert describe_exit(-15) == "killed by SIGTERM"
