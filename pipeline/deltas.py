@@ -18,12 +18,12 @@ each appended byte is rewritten about log_fanout(appends) times until the base m
 
 from __future__ import annotations
 
-import sys
 from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from store.records import EntriesView, HotShard, SessionEntries, ShardView
+from store.postings import decode_pairs, encode_pairs
+from store.records import EntriesView, HotShard, NormalizedEntry, SessionEntries, ShardView
 
 __all__ = ["Delta", "concat_entries", "concat_shards"]
 
@@ -41,71 +41,94 @@ class Delta:
 
 
 def concat_shards(shards: Sequence[HotShard]) -> HotShard:
-    """One shard equal to *shards* read in order; identity and reasons from the last."""
+    """One shard equal to *shards* read in order; identity and reasons from the last.
+
+    A part that replaces entries cuts what came before it first. When the fold starts at a
+    base the result replaces nothing; a fold of deltas alone replaces what its parts reached
+    back into before it, and drops every term its parts dropped (cutting a term that had no
+    posting there changes nothing).
+    """
     last = shards[-1]
     views = []
     for head in last.views:
-        parts = [s.view(head.branches) for s in shards]
-        entries = tuple(e for p in parts for e in p.entries)
-        token_counts = tuple(n for p in parts for n in p.token_counts)
+        entries: list[NormalizedEntry] = []
+        counts: list[int] = []
+        merged: dict[str, array[int]] = {}
+        dropped: set[str] = set()
+        reach = 0
+        for part in (s.view(head.branches) for s in shards):
+            if part.replaces:
+                cut, reach = _cut(len(entries), part.replaces, reach)
+                del entries[cut:], counts[cut:]
+                for term in part.dropped:
+                    pairs = merged.get(term)
+                    if pairs is not None and not _trim(pairs, cut):
+                        del merged[term]
+                dropped.update(part.dropped)
+            offset = len(entries)
+            for term, raw in part.postings.items():
+                pairs = decode_pairs(raw)
+                if offset:
+                    for i in range(0, len(pairs), 2):
+                        pairs[i] += offset
+                found = merged.get(term)
+                if found is None:
+                    merged[term] = pairs
+                else:
+                    found.extend(pairs)
+            entries.extend(part.entries)
+            counts.extend(part.token_counts)
         views.append(
             ShardView(
                 branches=head.branches,
                 lineage_fingerprint=head.lineage_fingerprint,
-                entries=entries,
-                token_counts=token_counts,
-                postings=_concat_postings(parts),
+                entries=tuple(entries),
+                token_counts=tuple(counts),
+                postings={term: encode_pairs(p) for term, p in sorted(merged.items())},
                 reasons=head.reasons,
+                replaces=reach,
+                dropped=tuple(sorted(dropped)) if reach else (),
             )
         )
     return replace(last, views=tuple(views))
 
 
 def concat_entries(records: Sequence[SessionEntries]) -> SessionEntries:
-    """One SessionEntries equal to *records* read in order."""
+    """One SessionEntries equal to *records* read in order (replacing as ``concat_shards``)."""
     last = records[-1]
     views = []
     for head in last.views:
-        entries = tuple(e for r in records for e in r.view(head.branches).entries)
+        entries: list[NormalizedEntry] = []
+        reach = 0
+        for part in (r.view(head.branches) for r in records):
+            if part.replaces:
+                cut, reach = _cut(len(entries), part.replaces, reach)
+                del entries[cut:]
+            entries.extend(part.entries)
         views.append(
             EntriesView(
                 branches=head.branches,
                 lineage_fingerprint=head.lineage_fingerprint,
-                entries=entries,
+                entries=tuple(entries),
                 reasons=head.reasons,
+                replaces=reach,
             )
         )
     return replace(last, views=tuple(views))
 
 
-def _concat_postings(parts: Sequence[ShardView]) -> dict[str, bytes]:
-    merged: dict[str, array[int]] = {}
-    offset = 0
-    for part in parts:
-        for term, raw in part.postings.items():
-            pairs = _pairs(raw)
-            if offset:
-                for i in range(0, len(pairs), 2):
-                    pairs[i] += offset
-            found = merged.get(term)
-            if found is None:
-                merged[term] = pairs
-            else:
-                found.extend(pairs)
-        offset += len(part.entries)
-    return {term: _le(pairs) for term, pairs in sorted(merged.items())}
+def _cut(held: int, replaces: int, reach: int) -> tuple[int, int]:
+    """Where a part replacing *replaces* entries cuts the *held* ones, and how far the fold
+    now reaches back before its own start."""
+    if replaces > held:
+        return 0, reach + replaces - held
+    return held - replaces, reach
 
 
-def _pairs(raw: bytes) -> array[int]:
-    pairs = array("I")
-    pairs.frombytes(raw)
-    if sys.byteorder == "big":  # pragma: no cover - postings are little-endian on disk
-        pairs.byteswap()
-    return pairs
-
-
-def _le(pairs: array[int]) -> bytes:
-    if sys.byteorder == "big":  # pragma: no cover
-        pairs = array("I", pairs)
-        pairs.byteswap()
-    return pairs.tobytes()
+def _trim(pairs: array[int], cut: int) -> int:
+    """Drop the pairs at positions from *cut* on (they end the list); the pairs left."""
+    n = len(pairs)
+    while n and pairs[n - 2] >= cut:
+        n -= 2
+    del pairs[n:]
+    return n

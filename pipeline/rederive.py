@@ -10,8 +10,9 @@
 
 Their adapters thread replies and tool results across lines, so only a whole pass over the
 session is exact; doing it in memory costs no disk read, tokenizes only the new entries and
-writes only them. When an earlier entry changed (a Claude reply continued on a new line) the
-delta format cannot say so, and the session is built whole.
+writes only them. When the last few stored entries changed (a Claude reply continued on a
+new line, a tool call whose result arrived) the delta replaces them (``replaces`` and
+``dropped`` in its views); a change further back than ``MAX_REPLACED`` entries is built whole.
 """
 
 from __future__ import annotations
@@ -30,10 +31,14 @@ from stages.pi.source import read_pi
 from stages.policy import Policy
 from stages.source import ParseResult, RawRecord, SourceSession
 from store.records import HotShard, NormalizedEntry, SessionEntries, SessionState, ViewSummary
+from store.tokens import tokenize
 
-__all__ = ["CUT", "Rederive", "Rederived", "carry_cut", "parsed_state", "rederive"]
+__all__ = ["CUT", "MAX_REPLACED", "Rederive", "Rederived", "carry_cut", "parsed_state", "rederive"]
 
 CUT = "max_entry_chars"
+# A delta may take the place of this many of the last stored entries (a continued reply, the
+# results of a few parallel tool calls); a change further back is built whole.
+MAX_REPLACED = 32
 Reader = Callable[[ParseResult, str], SourceSession]
 _READERS: dict[str, Reader] = {"claude": read_claude, "codex": read_codex, "pi": read_pi}
 
@@ -98,13 +103,16 @@ def rederive(
         return None
     full: dict[str, NormalizeResult] = {}
     added: dict[str, tuple[NormalizedEntry, ...]] = {}
+    replaced: dict[str, tuple[NormalizedEntry, ...]] = {}
     for b in BRANCH_MODES:
         result = normalize(session, lineages[b], policy)
         old = rd.entries[b]
-        if result.entries[: len(old)] != old:
-            return None  # an earlier entry changed: deltas only ever add
+        first = _first_change(old, result.entries)
+        if first is None:
+            return None  # an entry far back changed: only a whole build says so
         full[b] = result
-        added[b] = result.entries[len(old) :]
+        added[b] = result.entries[first:]
+        replaced[b] = old[first:]
     fold = SessionFold.of(
         session,
         path=state.path,
@@ -116,11 +124,16 @@ def rederive(
     delta_views = [
         ViewInput(lineages[b], NormalizeResult(added[b], full[b].reasons)) for b in BRANCH_MODES
     ]
-    shard = carry_cut(build_shard(fold, delta_views, policy), summaries)
+    shard = _replacing(carry_cut(build_shard(fold, delta_views, policy), summaries), replaced)
+    entries = build_entries(fold, delta_views)
+    entries = replace(
+        entries,
+        views=tuple(replace(v, replaces=len(replaced[v.branches])) for v in entries.views),
+    )
     whole_views = [ViewInput(lineages[b], full[b]) for b in BRANCH_MODES]
     return Rederived(
         shard=shard,
-        entries=build_entries(fold, delta_views),
+        entries=entries,
         views=summarize(fold, whole_views, shard),
         rederive=Rederive(
             raws=raws,
@@ -130,6 +143,30 @@ def rederive(
             bytes=rd.bytes + new_bytes,
         ),
     )
+
+
+def _first_change(old: tuple[NormalizedEntry, ...], new: tuple[NormalizedEntry, ...]) -> int | None:
+    """The position of the first entry of *old* that *new* does not hold unchanged (len(old)
+    when none); None when that lies more than ``MAX_REPLACED`` entries back."""
+    floor = max(0, len(old) - MAX_REPLACED)
+    if new[:floor] != old[:floor]:
+        return None
+    for i in range(floor, len(old)):
+        if i >= len(new) or new[i] != old[i]:
+            return i
+    return len(old)
+
+
+def _replacing(shard: HotShard, replaced: Mapping[str, Sequence[NormalizedEntry]]) -> HotShard:
+    """*shard* saying, per view, which stored entries its own replace and their terms."""
+    views = []
+    for v in shard.views:
+        gone = replaced[v.branches]
+        if gone:
+            terms = {t for e in gone for t in tokenize(e.text)}
+            v = replace(v, replaces=len(gone), dropped=tuple(sorted(terms)))
+        views.append(v)
+    return replace(shard, views=tuple(views))
 
 
 def carry_cut(shard: HotShard, summaries: Mapping[str, ViewSummary]) -> HotShard:

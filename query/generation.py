@@ -31,6 +31,7 @@ from query.postings import shift_pairs
 from query.vocabulary import TermIndex
 from store.errors import CorruptRecord, SchemaVersionError
 from store.lexicon import LexiconSegment
+from store.postings import trim_pairs
 from store.reader import Snapshot
 from store.records import (
     Address,
@@ -591,6 +592,16 @@ class Generation:
         for name in state.index_deltas:
             delta: HotShard = self._load(name, HotShard)
             dview = delta.view(branches)
+            if dview.replaces:  # its entries take the place of the last ones read
+                cut = max(0, len(entries) - dview.replaces)
+                del entries[cut:], counts[cut:]
+                for term in dview.dropped:
+                    data = postings.get(term)
+                    if data is not None:
+                        if kept := trim_pairs(data, cut):
+                            postings[term] = kept
+                        else:
+                            del postings[term]
             offset = len(entries)
             entries.extend(dview.entries)
             counts.extend(dview.token_counts)
@@ -741,7 +752,10 @@ class Generation:
         out = list(base.view(branches).entries)
         for name in state.entries_deltas:
             delta: SessionEntries = self._load(name, SessionEntries)
-            out.extend(delta.view(branches).entries)
+            dview = delta.view(branches)
+            if dview.replaces:
+                del out[max(0, len(out) - dview.replaces) :]
+            out.extend(dview.entries)
         found = tuple(out)
         self._entries[key] = (state, found)
         while len(self._entries) > _ENTRIES_CACHE:

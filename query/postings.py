@@ -7,32 +7,13 @@ behind its base, and building postings for a hydrated cold session.
 
 from __future__ import annotations
 
-import sys
 from array import array
 from collections import Counter
 from collections.abc import Sequence
-from typing import Final
+
+from store.postings import decode_pairs, encode_pairs
 
 __all__ = ["build_postings", "decode_pairs", "encode_pairs", "shift_pairs"]
-
-_BIG_ENDIAN: Final = sys.byteorder == "big"
-assert array("I").itemsize == 4, "uint32 postings need a 4-byte array('I')"
-
-
-def decode_pairs(data: bytes) -> array[int]:
-    """The flat ``[pos, tf, pos, tf, …]`` array of one posting list."""
-    out = array("I")
-    out.frombytes(data)
-    if _BIG_ENDIAN:  # pragma: no cover - the stored form is little-endian
-        out.byteswap()
-    return out
-
-
-def encode_pairs(pairs: array[int]) -> bytes:
-    if _BIG_ENDIAN:  # pragma: no cover
-        pairs = array("I", pairs)
-        pairs.byteswap()
-    return pairs.tobytes()
 
 
 def shift_pairs(data: bytes, offset: int) -> bytes:

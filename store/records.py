@@ -175,24 +175,38 @@ class ViewSummary:
 
 @dataclass(frozen=True, slots=True)
 class EntriesView:
-    """One branch mode's complete normalized entries (read by expand and hydration)."""
+    """One branch mode's complete normalized entries (read by expand and hydration).
+
+    In a delta record, ``replaces`` is how many of the entries read before it (base and
+    earlier deltas, in order) its own entries take the place of: a reply continued on a new
+    line, or a tool call whose result arrived, changes entries already stored.
+    """
 
     branches: str
     lineage_fingerprint: str
     entries: tuple[NormalizedEntry, ...]
     reasons: tuple[str, ...]
+    replaces: int = 0
 
     def to_wire(self) -> Wire:
-        return [
+        wire: list[Any] = [
             self.branches,
             self.lineage_fingerprint,
             [e.to_wire() for e in self.entries],
             list(self.reasons),
         ]
+        # Only when set: every other record keeps the bytes (and the name) it always had.
+        return [*wire, self.replaces] if self.replaces else wire
 
     @classmethod
     def from_wire(cls, w: Wire) -> EntriesView:
-        return cls(w[0], w[1], tuple(NormalizedEntry.from_wire(e) for e in w[2]), tuple(w[3]))
+        return cls(
+            w[0],
+            w[1],
+            tuple(NormalizedEntry.from_wire(e) for e in w[2]),
+            tuple(w[3]),
+            w[4] if len(w) > 4 else 0,
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -238,6 +252,10 @@ class ShardView:
     ``entries`` carry display text (cut to ``maxEntryChars``); ``token_counts[i]`` is the
     token count of entry i's *complete* text; ``postings`` maps each term of the complete
     texts to a little-endian uint32 array of ``(entry position, tf)`` pairs in entry order.
+
+    In a delta record, ``replaces`` is how many entries read before it this delta's entries
+    take the place of (as in ``EntriesView``), and ``dropped`` holds every term of those
+    replaced entries: a reader cuts their postings at the first replaced position.
     """
 
     branches: str
@@ -246,9 +264,11 @@ class ShardView:
     token_counts: tuple[int, ...]
     postings: dict[str, bytes]
     reasons: tuple[str, ...]
+    replaces: int = 0
+    dropped: tuple[str, ...] = ()
 
     def to_wire(self) -> Wire:
-        return [
+        wire: list[Any] = [
             self.branches,
             self.lineage_fingerprint,
             [e.to_wire() for e in self.entries],
@@ -256,6 +276,9 @@ class ShardView:
             dict(sorted(self.postings.items())),
             list(self.reasons),
         ]
+        if self.replaces:  # as in EntriesView: other records keep their bytes
+            wire += [self.replaces, sorted(self.dropped)]
+        return wire
 
     @classmethod
     def from_wire(cls, w: Wire) -> ShardView:
@@ -266,6 +289,8 @@ class ShardView:
             tuple(w[3]),
             w[4],
             tuple(w[5]),
+            w[6] if len(w) > 6 else 0,
+            tuple(w[7]) if len(w) > 7 else (),
         )
 
 

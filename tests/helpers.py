@@ -92,6 +92,28 @@ def codex_object_rollout(
     return orjson.dumps({"session": session, "items": list(items)}, option=option)
 
 
+def claude_line(
+    kind: str, uuid: str, parent: str | None, ms: int, content: object, *,
+    message_id: str | None = None, session: str = "c0ffee00-0000-4000-8000-000000000001",
+    cwd: str = "/work/proj",
+) -> dict[str, Any]:  # fmt: skip
+    """One Claude Code line: a ``user`` or ``assistant`` message (``message_id`` groups the
+    lines of one streamed reply, as Claude Code writes one content block per line)."""
+    message: dict[str, Any] = {"role": kind, "content": content}
+    if message_id is not None:
+        message["id"] = message_id
+    return {
+        "type": kind,
+        "uuid": uuid,
+        "parentUuid": parent,
+        "sessionId": session,
+        "cwd": cwd,
+        "isSidechain": False,
+        "timestamp": iso(ms),
+        "message": message,
+    }
+
+
 def jsonl(records: Iterable[Mapping[str, Any]]) -> bytes:
     return b"".join(orjson.dumps(r) + b"\n" for r in records)
 

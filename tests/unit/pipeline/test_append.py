@@ -269,20 +269,27 @@ def test_claude_and_codex_appends_rerun_in_memory_and_equal_a_whole_build(
     grower.check(data, hot, deltas)
 
 
-def test_in_memory_appends_take_the_delta_path_when_earlier_entries_hold(
+def test_in_memory_appends_take_the_delta_path_line_by_line(
     tmp_path: Path, generated: list[tuple[str, bytes]]
 ) -> None:
     # Given each generated session grown line by line from its first half
-    fast = 0
+    fast = steps = 0
+    replacing: dict[str, int] = {}
     for n, (agent, data) in enumerate(generated):
         grower = Grower(tmp_path / f"index-{n}", f"/s/{agent}/grow.jsonl", agent)
         offsets = [i + 1 for i, b in enumerate(data) if b == 0x0A]
         cuts = offsets[len(offsets) // 2 :: 1]
         hot, deltas, taken = grower.grow(data, cuts)
         fast += taken
+        steps += len(cuts) - 1
+        replacing[agent] = replacing.get(agent, 0) + sum(
+            1 for d in deltas if any(v.replaces for v in d.shard.views)
+        )
         grower.check(data, hot, deltas)
-    # Then most steps were deltas (a continued reply is the only reason to rebuild whole)
-    assert fast > 0
+    # Then every line was a delta: a Claude reply continued on a new line, or a tool result
+    # that completes a stored call, replaces the entries it changes (no whole rebuild)
+    assert fast == steps
+    assert replacing["claude"] > 0
 
 
 def test_parsed_records_stay_in_memory_only_within_the_budget(
