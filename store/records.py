@@ -423,9 +423,11 @@ class SessionState:
 
     Appends that extend the active leaf do not rewrite the base records: each adds one delta
     record to ``index_deltas`` (a HotShard holding only the appended entries, indices
-    continuing the base's) and one to ``entries_deltas`` (a SessionEntries likewise). A reader
-    takes base + deltas in order; ``views`` and ``source_hash`` here describe the whole. A
-    background merge folds the deltas back into new base records.
+    continuing the base's) and one to ``entries_deltas`` (a SessionEntries likewise). A delta
+    whose line changed the last few stored entries (a reply continued, a call's result) says
+    how many it replaces (``ShardView.replaces``). A reader takes base + deltas in order,
+    cutting before each replacing one; ``views`` and ``source_hash`` here describe the whole.
+    A background merge folds the deltas back into new base records.
     """
 
     path: str
