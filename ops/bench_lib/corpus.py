@@ -154,6 +154,23 @@ def _claude(records: list[dict[str, Any]], kind: str, text: str, ms: int) -> lis
         for k in ("isSidechain", "userType", "cwd", "sessionId", "version", "gitBranch")
         if k in last
     }
+    line.update(
+        parentUuid=last["uuid"],
+        uuid=str(uuid.UUID(int=random.Random(text).getrandbits(128), version=4)),
+        timestamp=_iso(ms),
+    )
+    if kind in ("assistant", "assistant-continued"):
+        # Claude Code streams a reply one content block per line, all with the reply's
+        # message id: a continued reply changes the entry its first line made.
+        reply = last.get("message") if last.get("type") == "assistant" else None
+        reply_id = reply.get("id") if kind == "assistant-continued" and reply else None
+        if not isinstance(reply_id, str):
+            reply_id = "msg_bench_" + hashlib.blake2b(text.encode(), digest_size=8).hexdigest()
+        block = {"type": "text", "text": text}
+        line.update(
+            type="assistant", message={"id": reply_id, "role": "assistant", "content": [block]}
+        )
+        return [line]
     if kind == "user":
         content: Any = [{"type": "text", "text": text}]
     elif kind == "system-reminder":
@@ -162,13 +179,7 @@ def _claude(records: list[dict[str, Any]], kind: str, text: str, ms: int) -> lis
         content = f"<local-command-stdout>{text}</local-command-stdout>"
     else:
         raise ValueError(kind)
-    line.update(
-        parentUuid=last["uuid"],
-        type="user",
-        message={"role": "user", "content": content},
-        uuid=str(uuid.UUID(int=random.Random(text).getrandbits(128), version=4)),
-        timestamp=_iso(ms),
-    )
+    line.update(type="user", message={"role": "user", "content": content})
     return [line]
 
 

@@ -1,10 +1,14 @@
-"""Append-to-searchable latency: append user messages at a steady rate, poll until found.
+"""Append-to-searchable latency: append entries at a steady rate, poll until found.
 
-One process appends and polls, so both ends use one clock. Each appended message carries a
-fresh unique term; its latency is the time from the append's ``fsync`` to the first answer
-that contains a hit. The poll cost (one query per pending term) is part of the latency, as it
-is for a user; ``poll_ms`` reports it. Poll rounds are 2 ms apart (for every tool measured),
-so the bench does not take the CPUs of the pipeline it is timing.
+One process appends and polls, so both ends use one clock. Each appended entry carries a
+fresh unique term. Most are user messages; a Claude Code session cycles through a user
+message, a new assistant reply, and a second block of that reply on its own line with the
+reply's message id, as Claude Code streams one (that line changes an entry already indexed,
+which an index must then replace). An entry's latency is the time from the append's
+``fsync`` to the first answer that contains a hit. The poll cost (one query per pending
+term) is part of the latency, as it is for a user; ``poll_ms`` reports it. Poll rounds are
+2 ms apart (for every tool measured), so the bench does not take the CPUs of the pipeline it
+is timing.
 
     python -m bench_lib.fresh --config FILE --sessions JSON --rate R --count N
 """
@@ -28,6 +32,8 @@ Searcher = Callable[[str], bool]
 
 
 POLL_PAUSE_S = 0.002  # between poll rounds: the resolution of the measurement
+# What each round of appends writes to a session, by agent (see the module docstring).
+KINDS = {"claude": ("user", "assistant", "assistant-continued")}
 
 
 def measure(
@@ -54,8 +60,10 @@ def measure(
         now = time.perf_counter()
         if appended < count and now >= next_at:
             path, agent = sessions[appended % len(sessions)]
+            kinds = KINDS.get(agent, ("user",))
+            kind = kinds[appended // len(sessions) % len(kinds)]
             term = canary_term(rng)
-            append_entry(Path(path), agent, "user", f"fresh note {term} appended by the bench")
+            append_entry(Path(path), agent, kind, f"fresh note {term} appended by the bench")
             pending[term] = time.perf_counter()
             appended += 1
             next_at += interval

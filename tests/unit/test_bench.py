@@ -20,6 +20,7 @@ REPO = Path(__file__).resolve().parents[2]
 OPS = REPO / "ops"
 sys.path.insert(0, str(OPS))
 
+from bench_lib.corpus import append_entry  # noqa: E402
 from bench_lib.floor import socket_floor  # noqa: E402
 from bench_lib.groups import GROUPS, build_groups  # noqa: E402
 from bench_lib.procs import percentiles, resident_kb, rss_kb, run_measured  # noqa: E402
@@ -126,6 +127,41 @@ def test_targets_report_ratios_and_misses() -> None:
     res["socket_floor"] = {"n": 100, "p50": 1.0, "p95": 1.6, "p99": 2.0}
     floored = {t["name"]: t for t in evaluate(res)}["p95_vs_fts5.planted"]
     assert floored["below_socket_floor"] and floored["met"] is False  # still a miss
+
+
+def test_a_claude_reply_continued_on_its_own_line_changes_the_entry_it_began(
+    tmp_path: Path,
+) -> None:
+    from stages.claude.source import read_claude
+    from stages.lineage import lineage
+    from stages.normalize import normalize
+    from stages.parse import parse
+    from stages.policy import Policy
+
+    path = tmp_path / "c0ffee00-0000-4000-8000-000000000002.jsonl"
+    first = {
+        "type": "user",
+        "uuid": "u0",
+        "parentUuid": None,
+        "sessionId": "c0ffee00-0000-4000-8000-000000000002",
+        "cwd": "/w",
+        "timestamp": "2026-01-01T00:00:00.000Z",
+        "message": {"role": "user", "content": "hello"},
+    }
+    path.write_bytes(json.dumps(first).encode() + b"\n")
+    append_entry(path, "claude", "assistant", "begun alpha")
+    append_entry(path, "claude", "assistant-continued", "continued bravo")
+    lines = [json.loads(x) for x in path.read_bytes().splitlines()]
+    assert lines[1]["message"]["id"] == lines[2]["message"]["id"]
+    assert lines[2]["parentUuid"] == lines[1]["uuid"]
+    session = read_claude(parse(path.read_bytes()), str(path))
+    entries = normalize(session, lineage(session, "active"), Policy()).entries
+    replies = [e for e in entries if e.role == "assistant"]
+    assert len(replies) == 1 and "alpha" in replies[0].text and "bravo" in replies[0].text
+    append_entry(path, "claude", "user", "next")
+    append_entry(path, "claude", "assistant-continued", "no reply to continue: a new one")
+    lines = [json.loads(x) for x in path.read_bytes().splitlines()]
+    assert lines[-1]["message"]["id"] != lines[1]["message"]["id"]
 
 
 def test_the_socket_floor_is_a_round_trip_to_an_echo_process() -> None:
