@@ -105,7 +105,12 @@ def rederive(
     added: dict[str, tuple[NormalizedEntry, ...]] = {}
     replaced: dict[str, tuple[NormalizedEntry, ...]] = {}
     for b in BRANCH_MODES:
-        result = normalize(session, lineages[b], policy)
+        if b != "active" and lineages[b].selected == lineages["active"].selected:
+            # No branches (most sessions): "all" selects what "active" does, and normalizing
+            # reads the lineage only through what it selects (as build_session does).
+            result = full["active"]
+        else:
+            result = normalize(session, lineages[b], policy)
         old = rd.entries[b]
         first = _first_change(old, result.entries)
         if first is None:
