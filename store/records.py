@@ -20,6 +20,7 @@ Names follow Python style here; the seed's camelCase names appear only in query 
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -43,6 +44,7 @@ __all__ = [
     "SkippedFile",
     "SourceEvent",
     "ViewSummary",
+    "session_records",
 ]
 
 SCHEMA_VERSION = 1
@@ -584,13 +586,18 @@ class Manifest:
 
     def records(self) -> set[str]:
         """Every record file name this generation references (its chunks included)."""
-        names: set[str] = set(self.chunks) | set(self.lexicon)
-        for s in self.sessions:
-            names.add(s.index_record)
-            names.add(s.entries_record)
-            names.update(s.index_deltas)
-            names.update(s.entries_deltas)
-        return names
+        return set(self.chunks) | set(self.lexicon) | session_records(self.sessions)
+
+
+def session_records(sessions: Iterable[SessionState]) -> set[str]:
+    """The record file names *sessions* reference (base records and deltas)."""
+    names: set[str] = set()
+    for s in sessions:
+        names.add(s.index_record)
+        names.add(s.entries_record)
+        names.update(s.index_deltas)
+        names.update(s.entries_deltas)
+    return names
 
 
 @dataclass(frozen=True, slots=True)

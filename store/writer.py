@@ -43,6 +43,7 @@ from store.records import (
     SessionChunk,
     SessionEntries,
     SessionState,
+    session_records,
 )
 
 __all__ = ["GcReport", "StoreWriter", "StoredRecord"]
@@ -89,6 +90,7 @@ class StoreWriter:
         self._chunks: dict[int, tuple[tuple[SessionState, ...], str]] = {}
         self._chunk_of: dict[str, int] = {}
         self._batch: DurableBatch | None = None
+        self._gc_chunks: dict[str, frozenset[str]] = {}  # chunk name -> the records it names
 
     # -- records ---------------------------------------------------------------------------
 
@@ -234,10 +236,19 @@ class StoreWriter:
         manifest = decode(path.read_bytes(), expect=Manifest, path=str(path))
         names = set(manifest.records())
         for name in manifest.chunks:
-            chunk_path = self.layout.record_path(name)
-            chunk = decode(chunk_path.read_bytes(), expect=SessionChunk, path=str(chunk_path))
-            names |= Manifest.records(replace(manifest, sessions=chunk.sessions, chunks=()))
+            names |= self._chunk_records(name)
         return frozenset(names)
+
+    def _chunk_records(self, name: str) -> frozenset[str]:
+        """The record names the rows of chunk *name* reference. A chunk is immutable and
+        most of them are shared by every young generation (an append rewrites one), so
+        each is decoded once per writer, not once per generation that lists it."""
+        found = self._gc_chunks.get(name)
+        if found is None:
+            path = self.layout.record_path(name)
+            chunk = decode(path.read_bytes(), expect=SessionChunk, path=str(path))
+            found = self._gc_chunks[name] = frozenset(session_records(chunk.sessions))
+        return found
 
     # -- the lock --------------------------------------------------------------------------
 
@@ -319,6 +330,8 @@ class StoreWriter:
                         raise  # without its names nothing can be collected safely
                     # A damaged older manifest cannot be opened by any reader either.
             self._collect_records(referenced, cutoff, deleted)
+            # what no kept generation lists any more is not asked for again
+            self._gc_chunks = {n: r for n, r in self._gc_chunks.items() if n in referenced}
             if deleted.manifests:
                 fsync_dir(self.layout.manifests)
         return GcReport(

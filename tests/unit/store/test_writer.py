@@ -9,6 +9,7 @@ import stat
 import time
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -16,7 +17,7 @@ from store.atomic import atomic_write
 from store.errors import GenerationConflict, NotAnIndex, StoreLocked
 from store.layout import IndexLayout
 from store.reader import open_snapshot, read_current
-from store.records import HotShard, Manifest, SessionEntries
+from store.records import HotShard, Manifest, SessionChunk, SessionEntries
 from store.writer import GcReport, StoreWriter
 from tests.unit.store.factories import (
     cold_digest,
@@ -321,6 +322,37 @@ def test_gc_spares_everything_inside_the_grace_period(tmp_path: Path) -> None:
     snap1_records = {n for n in _records(w) if n != young}
     assert len(snap1_records) == 9  # generations 1, 2 and 5: three records each
     assert young in _records(w)
+
+
+def test_gc_reads_each_chunk_once_however_many_young_generations_list_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import store.writer as writer_module
+
+    w = StoreWriter(tmp_path)
+    first = _publish_session(w, 1, "text 1")
+    for g in range(2, 12):  # young generations all listing the same session chunk
+        w.publish(manifest(g, (state("/s/a.jsonl", *first),)))
+    chunks: list[str] = []
+    real = writer_module.decode
+
+    def counting(data: bytes, *args: Any, **kwargs: Any) -> Any:
+        if kwargs.get("expect") is SessionChunk:
+            chunks.append(kwargs.get("path", "?"))
+        return real(data, *args, **kwargs)
+
+    monkeypatch.setattr(writer_module, "decode", counting)
+    report = w.collect_garbage(keep_generations=1, grace_seconds=600, now=NOW)
+    assert report.records_deleted == 0 and len(chunks) == len(set(chunks)) == 1
+    w.collect_garbage(keep_generations=1, grace_seconds=600, now=NOW)
+    assert len(chunks) == 1  # and not again at the next collection
+    # once no kept generation lists it, it is forgotten (and its records may go)
+    w.publish(manifest(12))
+    for path in w.layout.root.rglob("*"):
+        if path.is_file():
+            _age(path)
+    w.collect_garbage(keep_generations=1, grace_seconds=600, now=NOW)
+    assert _records(w) == set() and w._gc_chunks == {}
 
 
 def _records(w: StoreWriter) -> set[str]:
