@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +14,7 @@ import pytest
 import pipeline.pool
 from pipeline.corpus import generate
 from pipeline.exits import describe_exit
-from pipeline.lexicon import LexiconKeeper
+from pipeline.lexicon import LexiconKeeper, build_bucket
 from pipeline.pool import BackgroundBuilds, TaskFailed, WorkerDied, WorkerPool
 from pipeline.session_job import Job
 from stages.policy import Policy
@@ -139,11 +141,23 @@ def test_workers_that_cannot_start_stop_the_run_instead_of_respawning_forever(
         list(pool.index(jobs, sizes))
 
 
-def test_a_background_build_reports_its_segment(corpus: list[Path], tmp_path: Path) -> None:
+@contextlib.contextmanager
+def background(
+    corpus: list[Path], tmp_path: Path, build: Any = None, now: list[float] | None = None
+) -> Iterator[tuple[BackgroundBuilds, tuple[str, ...], Path]]:
+    """Background builds over the first bucket of *corpus*, closed afterwards."""
     index = tmp_path / "index"
     bucket = _buckets(corpus, index)[0]
-    builds = BackgroundBuilds(index)
+    clock = (lambda: now[0]) if now is not None else time.monotonic
+    builds = BackgroundBuilds(index, build_bucket=build or build_bucket, clock=clock)
     try:
+        yield builds, bucket, index
+    finally:
+        builds.close()
+
+
+def test_a_background_build_reports_its_segment(corpus: list[Path], tmp_path: Path) -> None:
+    with background(corpus, tmp_path) as (builds, bucket, index):
         builds.submit(bucket)
         assert builds.busy and builds.building == bucket
         # as the publisher's loop asks: never blocking, again and again
@@ -153,32 +167,22 @@ def test_a_background_build_reports_its_segment(corpus: list[Path], tmp_path: Pa
         assert name is not None and StoreWriter(index).layout.record_path(name).is_file()
         assert not builds.busy and builds.building is None
         assert builds.poll() is None  # nothing running
-    finally:
-        builds.close()
 
 
 def test_a_background_build_whose_worker_keeps_dying_is_dropped_not_awaited_forever(
     corpus: list[Path], tmp_path: Path
 ) -> None:
-    index = tmp_path / "index"
-    bucket = _buckets(corpus, index)[0]
-    builds = BackgroundBuilds(index, build_bucket=pool_helpers.bucket_dies)
-    try:
+    with background(corpus, tmp_path, pool_helpers.bucket_dies) as (builds, bucket, _):
         builds.submit(bucket)
         assert builds.poll(timeout=None) is None  # the publisher's flush waits like this
         assert not builds.busy
-    finally:
-        builds.close()
 
 
 def test_a_dropped_background_build_is_offered_again_after_a_pause_that_doubles(
     corpus: list[Path], tmp_path: Path
 ) -> None:
-    index = tmp_path / "index"
-    bucket = _buckets(corpus, index)[0]
     now = [0.0]
-    builds = BackgroundBuilds(index, build_bucket=pool_helpers.bucket_raises, clock=lambda: now[0])
-    try:
+    with background(corpus, tmp_path, pool_helpers.bucket_raises, now) as (builds, bucket, _):
         builds.submit(bucket)
         assert builds.poll(timeout=None) is None and not builds.busy
         assert builds.due() is None
@@ -193,32 +197,26 @@ def test_a_dropped_background_build_is_offered_again_after_a_pause_that_doubles(
         assert builds.due() is None
         now[0] += 0.1
         assert builds.due() == bucket
-    finally:
-        builds.close()
 
 
 def test_a_retried_background_build_that_succeeds_is_not_offered_again(
     corpus: list[Path], tmp_path: Path
 ) -> None:
-    index = tmp_path / "index"
-    bucket = _buckets(corpus, index)[0]
     now = [0.0]
-    builds = BackgroundBuilds(
-        index, build_bucket=pool_helpers.bucket_raises_once, clock=lambda: now[0]
-    )
-    try:
+    with background(corpus, tmp_path, pool_helpers.bucket_raises_once, now) as (
+        builds,
+        bucket,
+        index,
+    ):
         builds.submit(bucket)
         assert builds.poll(timeout=None) is None
         now[0] = BackgroundBuilds.RETRY_FIRST_S
-        again = builds.due()
-        assert again == bucket
-        builds.submit(again)
+        assert builds.due() == bucket
+        builds.submit(bucket)
         name = builds.poll(timeout=None)
         assert name is not None and StoreWriter(index).layout.record_path(name).is_file()
         now[0] = 10 * BackgroundBuilds.RETRY_MAX_S
         assert builds.due() is None
-    finally:
-        builds.close()
 
 
 def test_exits_are_described_for_people() -> None:
