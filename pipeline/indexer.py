@@ -291,7 +291,12 @@ def build_index(
                 # build the lexicon once, with the last batch.
                 lexicon = keeper.plan(lexicon, cold).segments
             else:
+                # The buckets started early are being built in the workers: write the
+                # manifest's chunks meanwhile, and let the workers go as soon as the last
+                # bucket is in (their exit then overlaps the publish).
+                writer.stage_chunks(current.values())
                 lexicon = keeper.complete(lexicon, cold, early.build)
+                pool.close()
             manifest = Manifest(
                 generation=generation,
                 created_ns=now_ns(),

@@ -19,7 +19,7 @@ import os
 import shutil
 import stat
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Final
@@ -89,6 +89,7 @@ class StoreWriter:
         # publish costs the chunks that changed, not every session's row.
         self._chunks: dict[int, tuple[tuple[SessionState, ...], str]] = {}
         self._chunk_of: dict[str, int] = {}
+        self._staged: dict[int, tuple[tuple[SessionState, ...], str]] = {}  # stage_chunks
         self._batch: DurableBatch | None = None
         self._gc_chunks: dict[str, frozenset[str]] = {}  # chunk name -> the records it names
 
@@ -220,16 +221,37 @@ class StoreWriter:
         chunks: dict[int, tuple[tuple[SessionState, ...], str]] = {}
         for k in sorted(groups):
             rows = tuple(sorted(groups[k], key=_path_of))
-            kept = self._chunks.get(k)
-            # Tuples compare element by element, identity first: the same rows cost a pass in C.
-            # The file is checked too: the index may have been wiped and rebuilt meanwhile.
-            if kept is not None and kept[0] == rows and self.layout.record_path(kept[1]).is_file():
-                name = kept[1]
-            else:
-                name = self.put(SessionChunk(rows))[0]
+            name = self._chunk_name(k, rows)
             chunks[k] = (rows, name)
             names.append(name)
+        self._staged.clear()
         return replace(manifest, chunks=tuple(names)), chunks
+
+    def _chunk_name(self, k: int, rows: tuple[SessionState, ...]) -> str:
+        """The record name of chunk *k* holding *rows*, written now unless this writer
+        published or staged those very rows under that name already."""
+        for kept in (self._chunks.get(k), self._staged.get(k)):
+            # Tuples compare element by element, identity first: the same rows cost a pass in
+            # C. The file is checked too: the index may have been wiped and rebuilt meanwhile.
+            if kept is not None and kept[0] == rows and self.layout.record_path(kept[1]).is_file():
+                return kept[1]
+        return self.put(SessionChunk(rows))[0]
+
+    def stage_chunks(self, sessions: Iterable[SessionState]) -> None:
+        """Write the chunk records a manifest of *sessions* will name, ahead of ``publish``
+        (which then finds them by their rows): a run can do this while its lexicon buckets
+        are still being built elsewhere."""
+        where = self._chunk_of
+        groups: dict[int, list[SessionState]] = {}
+        for state in sessions:
+            k = where.get(state.path)
+            if k is None:
+                k = where[state.path] = chunk_of(state.path)
+            groups.setdefault(k, []).append(state)
+        with self.lock():
+            for k, group in groups.items():
+                rows = tuple(sorted(group, key=_path_of))
+                self._staged[k] = (rows, self._chunk_name(k, rows))
 
     def _records_of(self, generation: int) -> frozenset[str]:
         path = self.layout.manifest_path(generation)

@@ -574,3 +574,33 @@ def test_records_put_in_a_batch_appear_when_it_ends_and_not_when_it_fails(
         raise RuntimeError("boom")
     assert not w.layout.record_path(other).exists()
     assert not [p for p in w.layout.records.rglob("*") if p.name.startswith(".")]
+
+
+def test_staged_chunks_are_what_the_publish_names_and_are_not_written_again(
+    tmp_path: Path,
+) -> None:
+    shard, _ = StoreWriter(tmp_path).put(hot_shard(text="t"))
+    entries, _ = StoreWriter(tmp_path).put(session_entries(text="t"))
+    sessions = tuple(state(f"/s/{i}.jsonl", shard, entries) for i in range(40))
+    plain = StoreWriter(tmp_path / "plain")
+    plain.put(hot_shard(text="t")), plain.put(session_entries(text="t"))
+    plain.publish(manifest(1, sessions))
+    w = StoreWriter(tmp_path)
+    w.stage_chunks(reversed(sessions))  # in any order: a chunk's rows are sorted by path
+    staged = w.bytes_written
+    assert staged > 0
+    put = w.put
+    encoded: list[str] = []
+
+    def counting(record: Any) -> tuple[str, int]:
+        encoded.append(type(record).__name__)
+        return put(record)
+
+    w.put = counting  # type: ignore[method-assign]
+    w.publish(manifest(1, sessions))
+    assert encoded == []  # no chunk encoded again
+    chunks = open_snapshot(tmp_path).manifest.chunks
+    assert chunks == open_snapshot(tmp_path / "plain").manifest.chunks
+    # the publish wrote the manifest and CURRENT only
+    manifest_bytes = w.layout.manifest_path(1).stat().st_size
+    assert w.bytes_written - staged == manifest_bytes + w.layout.current.stat().st_size
