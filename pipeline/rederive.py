@@ -18,14 +18,14 @@ new line, a tool call whose result arrived) the delta replaces them (``replaces`
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from stages.claude.source import read_claude
 from stages.codex.source import read_codex
 from stages.digest import SessionFold, ViewInput, build_entries, build_shard, summarize
 from stages.lineage import BRANCH_MODES, lineage
 from stages.normalize import normalize
-from stages.normalized import NormalizeResult
+from stages.normalized import EntryMemo, NormalizeResult
 from stages.parse import parse
 from stages.pi.source import read_pi
 from stages.policy import Policy
@@ -45,13 +45,15 @@ _READERS: dict[str, Reader] = {"claude": read_claude, "codex": read_codex, "pi":
 
 @dataclass(slots=True)
 class Rederive:
-    """A session's parsed records and its entries per branch mode, as last indexed."""
+    """A session's parsed records and its entries per branch mode, as last indexed, and what
+    the normalizer made of each record (so an append normalizes only what it changed)."""
 
     raws: list[RawRecord]
     malformed: list[int]
     entries: dict[str, tuple[NormalizedEntry, ...]]
     two_views: bool
     bytes: int
+    memo: EntryMemo = field(default_factory=EntryMemo)
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,7 +112,7 @@ def rederive(
             # reads the lineage only through what it selects (as build_session does).
             result = full["active"]
         else:
-            result = normalize(session, lineages[b], policy)
+            result = normalize(session, lineages[b], policy, memo=rd.memo)
         old = rd.entries[b]
         first = _first_change(old, result.entries)
         if first is None:
@@ -146,6 +148,7 @@ def rederive(
             entries={b: full[b].entries for b in BRANCH_MODES},
             two_views=rd.two_views,
             bytes=rd.bytes + new_bytes,
+            memo=rd.memo,
         ),
     )
 

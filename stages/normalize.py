@@ -26,7 +26,7 @@ from dataclasses import replace
 from stages.common import cut_text, duplicate_reasons
 from stages.errors import BadInput
 from stages.lineage import Lineage
-from stages.normalized import NormalizeResult
+from stages.normalized import EntryMemo, NormalizeResult
 from stages.pi.normalize import normalize_pi
 from stages.policy import Policy
 from stages.source import SourceSession
@@ -42,17 +42,29 @@ _LAZY: dict[str, tuple[str, str]] = {
 }
 
 
-def normalize(session: SourceSession, lineage: Lineage, policy: Policy) -> NormalizeResult:
+def normalize(
+    session: SourceSession, lineage: Lineage, policy: Policy, *, memo: EntryMemo | None = None
+) -> NormalizeResult:
     """Normalize the records ``lineage`` selects from ``session``.
 
     Raises ``BadInput`` only for an agent without a normalizer (a caller bug, not bad data):
     odd record content never raises, it becomes entries without text or a coverage reason.
+    *memo* (same result, less work when the same records come again) is used by the Claude
+    normalizer; Pi appends take a tail reader instead, and Codex sessions normalize whole.
     """
-    result = _normalizer(session.agent)(session, lineage, policy)
-    entries = tuple(
-        entry if entry.index == index else replace(entry, index=index)
-        for index, entry in enumerate(result.entries)
-    )
+    if memo is not None and session.agent == "claude":
+        from stages.claude.normalize import normalize_claude
+
+        result = normalize_claude(session, lineage, policy, memo=memo)
+    else:
+        result = _normalizer(session.agent)(session, lineage, policy)
+    if memo is not None:
+        entries = tuple(memo.at(entry, index) for index, entry in enumerate(result.entries))
+    else:
+        entries = tuple(
+            entry if entry.index == index else replace(entry, index=index)
+            for index, entry in enumerate(result.entries)
+        )
     reasons = set(result.reasons) | duplicate_reasons(entries)
     return NormalizeResult(entries=entries, reasons=tuple(sorted(reasons)))
 

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Hashable
+from dataclasses import dataclass, replace
 
 from store.records import NormalizedEntry
 
-__all__ = ["NormalizeResult"]
+__all__ = ["EntryMemo", "NormalizeResult"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -17,3 +18,56 @@ class NormalizeResult:
 
     entries: tuple[NormalizedEntry, ...]
     reasons: tuple[str, ...] = ()
+
+
+class EntryMemo:
+    """What a normalizer made of records it saw before, keyed by the records themselves.
+
+    The in-memory append path (``pipeline.rederive``) normalizes a growing session again at
+    every appended line; with a memo only the new records, and a reply a new line continues,
+    cost any work, instead of every record of the history. A cache only: a normalizer returns
+    the same entries with or without it. Keys hold ``id()`` of records, so each value pins the
+    records it was made from and a hit checks they are the very same objects (an id is only
+    unique while its object lives). Bound to one policy: another policy forgets everything.
+    """
+
+    __slots__ = ("_found", "_indexed", "_policy")
+
+    def __init__(self) -> None:
+        self._found: dict[Hashable, tuple[tuple[object, ...], tuple[NormalizedEntry, ...]]] = {}
+        self._indexed: dict[int, tuple[NormalizedEntry, NormalizedEntry]] = {}
+        self._policy: object = None
+
+    def bind(self, policy: object) -> None:
+        if policy != self._policy:
+            self._found.clear()
+            self._indexed.clear()
+            self._policy = policy
+
+    def at(self, entry: NormalizedEntry, index: int) -> NormalizedEntry:
+        """*entry* with ``index`` set, the same object as last time when nothing moved (so
+        comparing it with the entries stored before is an identity check)."""
+        if entry.index == index:
+            return entry
+        found = self._indexed.get(id(entry))
+        if found is not None and found[0] is entry and found[1].index == index:
+            return found[1]
+        moved = replace(entry, index=index)
+        self._indexed[id(entry)] = (entry, moved)
+        return moved
+
+    def get(self, key: Hashable, pinned: tuple[object, ...]) -> tuple[NormalizedEntry, ...] | None:
+        found = self._found.get(key)
+        if found is None or len(found[0]) != len(pinned):
+            return None
+        if not all(a is b for a, b in zip(found[0], pinned, strict=True)):
+            return None
+        return found[1]
+
+    def put(
+        self, key: Hashable, pinned: tuple[object, ...], entries: tuple[NormalizedEntry, ...]
+    ) -> None:
+        self._found[key] = (pinned, entries)
+
+    def __len__(self) -> int:
+        return len(self._found)

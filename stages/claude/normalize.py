@@ -34,7 +34,7 @@ record's flag or the session's (subagent files).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Hashable, Iterable
 from typing import Any
 
 from stages.common import (
@@ -44,7 +44,7 @@ from stages.common import (
     summarize_args,
 )
 from stages.lineage import Lineage
-from stages.normalized import NormalizeResult
+from stages.normalized import EntryMemo, NormalizeResult
 from stages.policy import Policy
 from stages.source import SourceRecord, SourceSession
 from store.records import NormalizedEntry
@@ -72,23 +72,75 @@ _OPENERS = tuple(f"<{tag}>" for tag in INJECTED_TAGS)
 _TOOL_BLOCKS = ("tool_use", "server_tool_use")
 
 
-def normalize_claude(session: SourceSession, lineage: Lineage, policy: Policy) -> NormalizeResult:
-    """Entries for the records ``lineage`` selects, in file order. Never raises on odd content."""
+def normalize_claude(
+    session: SourceSession, lineage: Lineage, policy: Policy, *, memo: EntryMemo | None = None
+) -> NormalizeResult:
+    """Entries for the records ``lineage`` selects, in file order. Never raises on odd content.
+
+    With *memo*, a reply or user line made before is not made again (``EntryMemo``): its
+    entries depend only on its records (``_fingerprint``), the policy, the sidechain flag
+    and, for tool results, the names the file gives their calls, all in the key.
+    """
     records = session.records
     selected = [records[p] for p in sorted(set(lineage.selected)) if 0 <= p < len(records)]
     tool_names = _tool_names(records)
     replies = _replies(selected)
+    if memo is not None:
+        memo.bind(policy)
     entries: list[NormalizedEntry] = []
     for record in selected:
         value = record.value
         sidechain = record.sidechain or session.sidechain
         if record.kind == "assistant":
             group = replies.get(record.position)
-            if group is not None:
-                entries.append(_assistant(group, policy, sidechain))
+            if group is None:
+                continue
+            pinned = tuple(r.value for r in group)
+            key: Hashable = ("reply", sidechain, *map(_fingerprint, group))
+            found = memo.get(key, pinned) if memo is not None else None
+            if found is None:
+                found = (_assistant(group, policy, sidechain),)
+                if memo is not None:
+                    memo.put(key, pinned, found)
+            entries.extend(found)
         elif record.kind == "user":
-            entries.extend(_user(record, value, tool_names, policy, sidechain))
+            key = ("user", sidechain, _fingerprint(record), *_result_names(value, tool_names))
+            found = memo.get(key, (value,)) if memo is not None else None
+            if found is None:
+                found = tuple(_user(record, value, tool_names, policy, sidechain))
+                if memo is not None:
+                    memo.put(key, (value,), found)
+            entries.extend(found)
     return NormalizeResult(entries=tuple(entries))
+
+
+def _fingerprint(record: SourceRecord) -> tuple[object, ...]:
+    """What of a record its entries depend on. The adapter makes new records from the same
+    parsed lines at every read, so the line's value dict (kept, and pinned by the memo)
+    stands for its content; threading may give it another parent or sidechain flag."""
+    return (
+        id(record.value),
+        record.line,
+        record.offset,
+        record.id,
+        record.parent_id,
+        record.kind,
+        record.sidechain,
+    )
+
+
+def _result_names(value: dict[str, Any], tool_names: dict[str, str]) -> list[str | None]:
+    """The call name the file gives each ``tool_result`` block of a user line."""
+    message = value.get("message")
+    content = message.get("content") if isinstance(message, dict) else None
+    if not isinstance(content, list):
+        return []
+    out: list[str | None] = []
+    for block in content:
+        if isinstance(block, dict) and block.get("type") == "tool_result":
+            call_id = block.get("tool_use_id")
+            out.append(tool_names.get(call_id if isinstance(call_id, str) else ""))  # as _result
+    return out
 
 
 def _replies(selected: list[SourceRecord]) -> dict[int, list[SourceRecord]]:

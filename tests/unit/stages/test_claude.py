@@ -618,3 +618,38 @@ def test_real_split_reply_merges_its_lines() -> None:
     )
     write = next(e for e in found if e.tool == "Write" and e.role == "assistant")
     assert write.files_touched == ("/path/to/Demo/CLAUDE.md",)
+
+
+# --- the memo of the in-memory append path ---------------------------------------------------
+
+
+def test_a_memo_never_changes_what_a_growing_session_normalizes_to() -> None:
+    from stages.normalize import normalize
+    from stages.normalized import EntryMemo
+    from stages.source import ParseResult
+
+    lines = [
+        user("u1", None, "first"),
+        user("u2", "u1", [result("t9", "early result")]),  # its call is written later
+        reply("a1", "u2", "m1", text("looking"), call("t1", "Bash", command="ls")),
+        reply("a2", "a1", "m1", text("more of the same reply")),
+        user("u3", "a2", [result("t1", "listing", error=True)]),
+        reply("a3", "u3", "m2", call("t9", "Read", file_path="/x")),  # names u2's result
+        reply("a4", "a3", "m2", text("done")),
+        user("u4", "a4", "thanks"),
+    ]
+    raws = parse(jsonl(*lines)).records
+    policies = (Policy(), Policy(index_tool_output=False))
+    memos = [EntryMemo() for _ in policies]  # one per policy: another policy clears a memo
+    for n in range(1, len(raws) + 1):
+        # as rederive reads it again at each append: new records over the same parsed lines
+        grown = read_claude(ParseResult(raws[:n], 0, n + 1, ()), PATH)
+        for policy, memo in zip(policies, memos, strict=True):
+            for branches in ("active", "all"):
+                fresh = normalize(grown, lineage(grown, branches), policy)
+                remembered = normalize(grown, lineage(grown, branches), policy, memo=memo)
+                assert remembered == fresh, (n, branches, policy)
+    assert all(len(memo) > 0 for memo in memos)
+    final = normalize(grown, lineage(grown, "all"), Policy(), memo=memos[0]).entries
+    named = [e.tool for e in final if e.role == "toolResult"]
+    assert named == ["Read", "Bash"]  # the early result took its name from a later call
