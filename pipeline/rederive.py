@@ -5,7 +5,7 @@
     Rederive: the session's raw records, parsed once, kept in the worker (a byte budget)
         + the new records parsed from the appended bytes only
         ─► adapter ─► lineage ×2 ─► normalize over the whole session, in memory
-           (a Claude line normalized before comes from the memo: only new lines cost work)
+           (a line normalized before comes from the memo: only new lines cost work)
         ─► the stored entries came out unchanged, or only the last few changed?
               no ─► None (whole build)
         ─► yes: one delta shard + entries holding the new (and replacing) entries only
@@ -13,7 +13,8 @@
 Their adapters thread replies and tool results across lines, so only a whole pass over the
 session is exact; doing it in memory costs no disk read, tokenizes only the new entries and
 writes only them. The adapter still reads every line at each append (~5 ms for a 12 MB
-Claude session); normalizing does not (``stages.normalized.EntryMemo``).
+Claude session, ~10 ms for a 6 MB Codex rollout); normalizing does not
+(``stages.normalized.EntryMemo``).
 
 When the last few stored entries changed (a Claude reply continued on a new line, a tool
 call whose result arrived) the delta replaces them (``replaces`` and ``dropped`` in its

@@ -50,12 +50,16 @@ def normalize(
     Raises ``BadInput`` only for an agent without a normalizer (a caller bug, not bad data):
     odd record content never raises, it becomes entries without text or a coverage reason.
     *memo* (same result, less work when the same records come again) is used by the Claude
-    normalizer; Pi appends take a tail reader instead, and Codex sessions normalize whole.
+    and Codex normalizers; Pi appends take a tail reader instead.
     """
     if memo is not None and session.agent == "claude":
         from stages.claude.normalize import normalize_claude
 
         result = normalize_claude(session, lineage, policy, memo=memo)
+    elif memo is not None and session.agent == "codex":
+        from stages.codex.normalize import normalize_codex
+
+        result = normalize_codex(session, lineage, policy, memo=memo)
     else:
         result = _normalizer(session.agent)(session, lineage, policy)
     if memo is not None:

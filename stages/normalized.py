@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import Hashable
 from dataclasses import dataclass, replace
 
+from stages.source import SourceRecord
 from store.records import NormalizedEntry
 
-__all__ = ["EntryMemo", "NormalizeResult"]
+__all__ = ["EntryMemo", "NormalizeResult", "record_key"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,3 +72,19 @@ class EntryMemo:
 
     def __len__(self) -> int:
         return len(self._found)
+
+
+def record_key(record: SourceRecord) -> tuple[object, ...]:
+    """What of a record the entries a normalizer makes of it depend on, for ``EntryMemo``.
+    An adapter makes new records over the same parsed lines at every read, so the line's
+    value dict (kept by the caller, pinned by the memo) stands for its content; threading
+    may give the line another parent or sidechain flag, so those are in the key too."""
+    return (
+        id(record.value),
+        record.line,
+        record.offset,
+        record.id,
+        record.parent_id,
+        record.kind,
+        record.sidechain,
+    )

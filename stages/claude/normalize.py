@@ -44,7 +44,7 @@ from stages.common import (
     summarize_args,
 )
 from stages.lineage import Lineage
-from stages.normalized import EntryMemo, NormalizeResult
+from stages.normalized import EntryMemo, NormalizeResult, record_key
 from stages.policy import Policy
 from stages.source import SourceRecord, SourceSession
 from store.records import NormalizedEntry
@@ -78,7 +78,7 @@ def normalize_claude(
     """Entries for the records ``lineage`` selects, in file order. Never raises on odd content.
 
     With *memo*, a reply or user line made before is not made again (``EntryMemo``): its
-    entries depend only on its records (``_fingerprint``), the policy, the sidechain flag
+    entries depend only on its records (``record_key``), the policy, the sidechain flag
     and, for tool results, the names the file gives their calls, all in the key.
     """
     records = session.records
@@ -96,7 +96,7 @@ def normalize_claude(
             if group is None:
                 continue
             pinned = tuple(r.value for r in group)
-            key: Hashable = ("reply", sidechain, *map(_fingerprint, group))
+            key: Hashable = ("reply", sidechain, *map(record_key, group))
             found = memo.get(key, pinned) if memo is not None else None
             if found is None:
                 found = (_assistant(group, policy, sidechain),)
@@ -104,7 +104,7 @@ def normalize_claude(
                     memo.put(key, pinned, found)
             entries.extend(found)
         elif record.kind == "user":
-            key = ("user", sidechain, _fingerprint(record), *_result_names(value, tool_names))
+            key = ("user", sidechain, record_key(record), *_result_names(value, tool_names))
             found = memo.get(key, (value,)) if memo is not None else None
             if found is None:
                 found = tuple(_user(record, value, tool_names, policy, sidechain))
@@ -112,21 +112,6 @@ def normalize_claude(
                     memo.put(key, (value,), found)
             entries.extend(found)
     return NormalizeResult(entries=tuple(entries))
-
-
-def _fingerprint(record: SourceRecord) -> tuple[object, ...]:
-    """What of a record its entries depend on. The adapter makes new records from the same
-    parsed lines at every read, so the line's value dict (kept, and pinned by the memo)
-    stands for its content; threading may give it another parent or sidechain flag."""
-    return (
-        id(record.value),
-        record.line,
-        record.offset,
-        record.id,
-        record.parent_id,
-        record.kind,
-        record.sidechain,
-    )
 
 
 def _result_names(value: dict[str, Any], tool_names: dict[str, str]) -> list[str | None]:

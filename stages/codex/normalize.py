@@ -56,7 +56,7 @@ from stages.common import (
     summarize_args,
 )
 from stages.lineage import Lineage
-from stages.normalized import NormalizeResult
+from stages.normalized import EntryMemo, NormalizeResult, record_key
 from stages.policy import Policy
 from stages.source import SourceRecord, SourceSession
 from store.records import NormalizedEntry
@@ -64,6 +64,8 @@ from store.records import NormalizedEntry
 __all__ = ["INJECTED_OPENERS", "normalize_codex"]
 
 AGENT = "codex"
+# The event kinds that copy a response item, and the echo set their text is looked up in.
+_ECHO_OF = {"user_message": "user", "agent_message": "assistant", "agent_reasoning": "reasoning"}
 
 _CALLS = ("function_call", "custom_tool_call", "local_shell_call", "web_search_call")
 _NAMED_BY_TYPE = {"local_shell_call": "local_shell", "web_search_call": "web_search"}
@@ -71,8 +73,15 @@ _OUTPUTS = ("function_call_output", "custom_tool_call_output")
 _TEXT_ITEMS = ("input_text", "output_text", "text")
 
 
-def normalize_codex(session: SourceSession, lineage: Lineage, policy: Policy) -> NormalizeResult:
-    """Entries for the records ``lineage`` selects, in file order. Never raises on odd content."""
+def normalize_codex(
+    session: SourceSession, lineage: Lineage, policy: Policy, *, memo: EntryMemo | None = None
+) -> NormalizeResult:
+    """Entries for the records ``lineage`` selects, in file order. Never raises on odd content.
+
+    With *memo*, a line made before is not made again (``EntryMemo``): its entry depends only
+    on the line (``record_key``), the policy, the session's sidechain flag and what
+    ``_depends`` lists (an output's call name and outcome, an event's being an echo).
+    """
     records = session.records
     selected = [
         records[p]
@@ -83,32 +92,77 @@ def normalize_codex(session: SourceSession, lineage: Lineage, policy: Policy) ->
     events = _event_outcomes(r for r in records if r.kind != FORKED_COPY)
     echoes = _echoed_texts(selected)
     sidechain = session.sidechain
+    if memo is not None:
+        memo.bind(policy)
     entries: list[NormalizedEntry] = []
     for record in selected:
         payload = payload_of(record.value)
-        item = payload.get("type")
-        entry: NormalizedEntry | None = None
-        if record.kind == "response_item":
-            if item == "message":
-                entry = _message(record, payload)
-            elif item == "reasoning":
-                if policy.index_thinking:
-                    entry = _text_entry(record, "reasoning", "assistant", _reasoning(payload))
-            elif item in _CALLS:
-                entry = _call(record, payload)
-            elif item in _OUTPUTS:
-                entry = _output(record, payload, calls, events, policy)
-        elif record.kind == "event_msg":
-            entry = _event(record, payload, echoes, policy)
-        elif record.kind == "compacted":
-            message = payload.get("message")
-            if isinstance(message, str) and js_trim(message):
-                entry = _text_entry(
-                    record, "compaction", "compactionSummary", f"compaction: {message}"
-                )
-        if entry is not None:
-            entries.append(_with_sidechain(entry, sidechain))
+        if memo is None:
+            entry = _entry_of(record, payload, calls, events, echoes, policy)
+            if entry is not None:
+                entries.append(_with_sidechain(entry, sidechain))
+            continue
+        key = (sidechain, record_key(record), *_depends(record, payload, calls, events, echoes))
+        found = memo.get(key, (record.value,))
+        if found is None:
+            entry = _entry_of(record, payload, calls, events, echoes, policy)
+            found = () if entry is None else (_with_sidechain(entry, sidechain),)
+            memo.put(key, (record.value,), found)
+        entries.extend(found)
     return NormalizeResult(entries=tuple(entries))
+
+
+def _entry_of(
+    record: SourceRecord,
+    payload: dict[str, Any],
+    calls: dict[str, str],
+    events: dict[str, bool],
+    echoes: dict[str, set[str]],
+    policy: Policy,
+) -> NormalizedEntry | None:
+    item = payload.get("type")
+    if record.kind == "response_item":
+        if item == "message":
+            return _message(record, payload)
+        if item == "reasoning":
+            if policy.index_thinking:
+                return _text_entry(record, "reasoning", "assistant", _reasoning(payload))
+            return None
+        if item in _CALLS:
+            return _call(record, payload)
+        if item in _OUTPUTS:
+            return _output(record, payload, calls, events, policy)
+        return None
+    if record.kind == "event_msg":
+        return _event(record, payload, echoes, policy)
+    if record.kind == "compacted":
+        message = payload.get("message")
+        if isinstance(message, str) and js_trim(message):
+            return _text_entry(record, "compaction", "compactionSummary", f"compaction: {message}")
+    return None
+
+
+def _depends(
+    record: SourceRecord,
+    payload: dict[str, Any],
+    calls: dict[str, str],
+    events: dict[str, bool],
+    echoes: dict[str, set[str]],
+) -> tuple[object, ...]:
+    """What a line's entry depends on besides the line itself (for ``EntryMemo`` keys): an
+    output's call name and outcome (the call or its end event may come later), and whether
+    an event's text is an echo of a selected response item."""
+    item = payload.get("type")
+    if record.kind == "response_item" and item in _OUTPUTS:
+        call_id = payload.get("call_id")
+        call_id = call_id if isinstance(call_id, str) else ""
+        return (calls.get(call_id), events.get(call_id))
+    if record.kind == "event_msg":
+        bucket = _ECHO_OF.get(str(item))
+        text = payload.get("text" if item == "agent_reasoning" else "message")
+        if bucket is not None and isinstance(text, str):
+            return (js_trim(text) in echoes[bucket],)
+    return ()
 
 
 def _message(record: SourceRecord, payload: dict[str, Any]) -> NormalizedEntry | None:

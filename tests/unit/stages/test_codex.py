@@ -715,3 +715,40 @@ def test_arbitrary_bytes_as_an_era_a_rollout_never_raise(data: bytes) -> None:
     from stages.read import read_session
 
     entries(read_session(data, ERA_A_PATH, "codex"))
+
+
+# --- the memo of the in-memory append path ---------------------------------------------------
+
+
+def test_a_memo_never_changes_what_a_growing_rollout_normalizes_to() -> None:
+    from stages.normalize import normalize
+    from stages.normalized import EntryMemo
+    from stages.source import ParseResult
+
+    lines = [
+        meta(),
+        turn("t1"),
+        event("user_message", message="hello there"),  # echoed by the item written after it
+        said("user", "hello there"),
+        item("function_call_output", call_id="c9", output="early output"),  # call comes later
+        item("function_call", name="shell", call_id="c1", arguments='{"command":["ls"]}'),
+        item("function_call_output", call_id="c1", output="a.txt"),
+        event("exec_command_end", call_id="c1", exit_code=2),  # its outcome comes last
+        item("function_call", name="apply_patch", call_id="c9", arguments="{}"),
+        event("agent_message", message="all done"),
+        said("assistant", "all done"),
+    ]
+    raws = parse(jsonl(*lines)).records
+    policies = (Policy(), Policy(index_tool_output=False, index_thinking=True))
+    memos = [EntryMemo() for _ in policies]
+    for n in range(1, len(raws) + 1):
+        grown = read_codex(ParseResult(raws[:n], 0, n + 1, ()), PATH)
+        for policy, memo in zip(policies, memos, strict=True):
+            for branches in ("active", "all"):
+                fresh = normalize(grown, lineage(grown, branches), policy)
+                remembered = normalize(grown, lineage(grown, branches), policy, memo=memo)
+                assert remembered == fresh, (n, branches, policy)
+    final = normalize(grown, lineage(grown, "active"), Policy(), memo=memos[0]).entries
+    outputs = [(e.tool, e.outcome) for e in final if e.role == "toolResult"]
+    assert outputs == [("apply_patch", None), ("shell", "failed")]
+    assert [e.text for e in final if e.role == "user"] == ["hello there"]  # the echo dropped
