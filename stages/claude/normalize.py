@@ -95,21 +95,25 @@ def normalize_claude(
             group = replies.get(record.position)
             if group is None:
                 continue
+            if memo is None:
+                entries.append(_assistant(group, policy, sidechain))
+                continue
             pinned = tuple(r.value for r in group)
             key: Hashable = ("reply", sidechain, *map(record_key, group))
-            found = memo.get(key, pinned) if memo is not None else None
+            found = memo.get(key, pinned)
             if found is None:
                 found = (_assistant(group, policy, sidechain),)
-                if memo is not None:
-                    memo.put(key, pinned, found)
+                memo.put(key, pinned, found)
             entries.extend(found)
         elif record.kind == "user":
+            if memo is None:
+                entries.extend(_user(record, value, tool_names, policy, sidechain))
+                continue
             key = ("user", sidechain, record_key(record), *_result_names(value, tool_names))
-            found = memo.get(key, (value,)) if memo is not None else None
+            found = memo.get(key, (value,))
             if found is None:
                 found = tuple(_user(record, value, tool_names, policy, sidechain))
-                if memo is not None:
-                    memo.put(key, (value,), found)
+                memo.put(key, (value,), found)
             entries.extend(found)
     return NormalizeResult(entries=tuple(entries))
 
