@@ -107,6 +107,8 @@ class IndexWorker:
         self.checkpoints = CheckpointStore(IndexLayout(config.index_dir).checkpoints)
         self.position = -1
         self.states: dict[str, SessionState] = {}
+        # the paths of states with deltas: what merges look at (not every session, per loop)
+        self._deltas: set[str] = set()
         self.skipped: dict[str, SkippedFile] = {}
         self.mtimes: dict[str, int] = {}
         self.events = 0
@@ -123,6 +125,8 @@ class IndexWorker:
                 self.mtimes[s.path] = s.mtime_ns
                 if self.owns(s.path):
                     self.states[s.path] = s
+                    if s.index_deltas:
+                        self._deltas.add(s.path)
             self.skipped = {k.path: k for k in manifest.skipped if self.owns(k.path)}
         self.position = resume_after(self.config.index_dir, self.journal)
         self._checkpointed = self.position
@@ -247,7 +251,8 @@ class IndexWorker:
     def _maintain(self, now: float, *, urgent_only: bool = False) -> bool:
         """One merge of a session's deltas into a new base, when one is due (when busy, only
         one whose deltas passed twice the merge threshold)."""
-        for path in self.engine.merges_due(now, self.states, urgent_only=urgent_only):
+        with_deltas = {p: self.states[p] for p in self._deltas}
+        for path in self.engine.merges_due(now, with_deltas, urgent_only=urgent_only):
             state = self.states[path]
             self._working_on(path)
             change = self.engine.merge(path, state.agent, self._tiers.get(path, state.tier))
@@ -291,12 +296,18 @@ class IndexWorker:
         if isinstance(change, Upsert):
             self.states[change.state.path] = change.state
             self.skipped.pop(change.state.path, None)
+            if change.state.index_deltas:
+                self._deltas.add(change.state.path)
+            else:
+                self._deltas.discard(change.state.path)
         elif isinstance(change, Skip):
             self.states.pop(change.skipped.path, None)
             self.skipped[change.skipped.path] = change.skipped
+            self._deltas.discard(change.skipped.path)
         else:
             self.states.pop(change.path, None)
             self.skipped.pop(change.path, None)
+            self._deltas.discard(change.path)
 
     def _send(self, position: int, changes: Iterable[Change]) -> None:
         self.outbox.put(WorkerBatch(self.worker_id, position, tuple(changes)))
