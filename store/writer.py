@@ -91,7 +91,8 @@ class StoreWriter:
         self._chunk_of: dict[str, int] = {}
         self._staged: dict[int, tuple[tuple[SessionState, ...], str]] = {}  # stage_chunks
         self._batch: DurableBatch | None = None
-        self._gc_chunks: dict[str, frozenset[str]] = {}  # chunk name -> the records it names
+        # chunk name -> the records its rows name (publish and GC; GC forgets unlisted ones)
+        self._gc_chunks: dict[str, frozenset[str]] = {}
 
     # -- records ---------------------------------------------------------------------------
 
@@ -163,7 +164,10 @@ class StoreWriter:
                     f"manifest generation {manifest.generation}, current is {current}",
                 )
             manifest, chunks = self._chunked(manifest, current)
-            names = manifest.records()
+            # manifest.records(), a chunk at a time: an unchanged chunk's names are known
+            names = set(manifest.chunks) | set(manifest.lexicon)
+            for rows, name in chunks.values():
+                names |= self._chunk_records(name, rows)
             added = self._check_records(current, names)
             # Records may come from other processes' put(): make their renames durable before
             # the manifest naming them can be.
@@ -261,15 +265,19 @@ class StoreWriter:
             names |= self._chunk_records(name)
         return frozenset(names)
 
-    def _chunk_records(self, name: str) -> frozenset[str]:
-        """The record names the rows of chunk *name* reference. A chunk is immutable and
-        most of them are shared by every young generation (an append rewrites one), so
-        each is decoded once per writer, not once per generation that lists it."""
+    def _chunk_records(
+        self, name: str, rows: tuple[SessionState, ...] | None = None
+    ) -> frozenset[str]:
+        """The record names the rows of chunk *name* (*rows* when at hand) reference. A
+        chunk is immutable and most of them are shared by every generation (an append
+        rewrites one), so each is read once per writer, not at every publish or collection
+        that lists it."""
         found = self._gc_chunks.get(name)
         if found is None:
-            path = self.layout.record_path(name)
-            chunk = decode(path.read_bytes(), expect=SessionChunk, path=str(path))
-            found = self._gc_chunks[name] = frozenset(session_records(chunk.sessions))
+            if rows is None:
+                path = self.layout.record_path(name)
+                rows = decode(path.read_bytes(), expect=SessionChunk, path=str(path)).sessions
+            found = self._gc_chunks[name] = frozenset(session_records(rows))
         return found
 
     # -- the lock --------------------------------------------------------------------------
