@@ -382,3 +382,55 @@ def test_an_index_deleted_and_built_again_is_followed(pair: Pair) -> None:
     assert type(missing.value).__name__ == "SnapshotMissing"
     pair.build()
     pair.agree()
+
+
+def test_a_new_generation_carries_the_global_scope_over_and_answers_alike(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import query.recall as recall
+
+    pair = Pair(tmp_path / "p")
+    try:
+        for i in range(70):  # a scope large enough to be carried over
+            pair.write(f"s{i}", f"word{i}")
+        pair.build()
+        pair.agree()
+        carried: list[bool] = []
+        real = recall._carried
+
+        def spy(sessions: Any, freshness: Any) -> Any:
+            out = real(sessions, freshness)
+            carried.append(out is not None)
+            return out
+
+        monkeypatch.setattr(recall, "_carried", spy)
+        folder = pair.folder()
+        with (folder / "s3.jsonl").open("ab") as f:  # a new generation moves one session
+            f.write(jsonl([user("x1", "a", "word3 fixed more", T0 + 20)]))
+        pair.build()
+        pair.agree()
+        assert any(carried)
+        with (folder / "s5.jsonl").open("ab") as f:  # stale until the next build
+            f.write(jsonl([user("x2", "a", "word5 fixed more", T0 + 21)]))
+        pair.agree()
+        pair.build()
+        pair.agree()
+        (folder / "s7.jsonl").unlink()  # missing, then gone from the next generation
+        pair.agree()
+        pair.build()
+        pair.agree()
+        os.utime(folder / "s9.jsonl", ns=(T0 * 1_000_000, T0 * 1_000_000))  # same bytes
+        pair.agree()
+        pair.build()
+        pair.agree()
+        for name in ("s11", "s12"):  # a session the index now cuts: its reason joins, then goes
+            with (folder / f"{name}.jsonl").open("ab") as f:
+                f.write(b"{not json\n")
+        pair.build()
+        answers = pair.agree()
+        assert answers[0]["coverage"]["incompleteSessions"] == 2
+        (folder / "s11.jsonl").write_bytes(jsonl(chat("s11", "word11")))
+        pair.build()
+        assert pair.agree()[0]["coverage"]["incompleteSessions"] == 1
+    finally:
+        pair.close()
