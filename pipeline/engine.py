@@ -33,6 +33,7 @@ from pipeline.appender import HotSession, commit, extend, hot_session
 from pipeline.deltas import Delta, concat_entries, concat_shards
 from pipeline.session_job import Job, build_session, read_source
 from stages.policy import Policy
+from store.files import open_quietly
 from store.records import SessionState, SkippedFile, SourceEvent
 from store.sources import is_object_rollout
 from store.writer import StoreWriter
@@ -365,7 +366,7 @@ def _same_bytes(state: SessionState, event: SourceEvent) -> bool:
 def _read_range(path: str, start: int, end: int) -> tuple[bytes, os.stat_result] | None:
     """The bytes [start, end) of *path* and the stat of the descriptor read, or None."""
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | os.O_CLOEXEC)
+        fd = open_quietly(path, getattr(os, "O_NOFOLLOW", 0))
     except OSError:
         return None
     try:

@@ -33,6 +33,7 @@ from stages.policy import Policy
 from stages.read import read_session
 from stages.source import SourceSession
 from stages.tier import HOT
+from store.files import open_quietly
 from store.records import ColdDigest, HotShard, SessionState
 from store.writer import StoreWriter
 
@@ -71,7 +72,7 @@ class JobResult:
 
 def read_source(path: str) -> tuple[bytes, Stamp]:
     """The file's bytes and the stamp of the descriptor they were read from."""
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    fd = open_quietly(path, getattr(os, "O_NOFOLLOW", 0))
     try:
         st = os.fstat(fd)
         chunks: list[bytes] = []

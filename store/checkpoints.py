@@ -21,6 +21,7 @@ import msgpack
 
 from store.atomic import atomic_write, ensure_dir
 from store.errors import CorruptRecord
+from store.files import read_quietly
 
 __all__ = ["Checkpoint", "CheckpointStore"]
 
@@ -57,7 +58,7 @@ class CheckpointStore:
         """The stage's checkpoint, or None when it never wrote one."""
         path = self.path(stage)
         try:
-            data = path.read_bytes()
+            data = read_quietly(path)
         except FileNotFoundError:
             return None
         return _decode(data, path)

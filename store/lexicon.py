@@ -38,6 +38,7 @@ import msgpack
 import zstandard
 
 from store.errors import CorruptRecord
+from store.files import open_quietly
 
 __all__ = [
     "IN_ACTIVE",
@@ -282,7 +283,7 @@ class LexiconSegment:
     def __init__(self, path: Path) -> None:
         self.path = path
         self._fd = -1
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        fd = open_quietly(path)
         try:
             self._open(fd, path)
         except BaseException:

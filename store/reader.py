@@ -21,6 +21,7 @@ import blake3
 
 from store.codec import T, decode
 from store.errors import CorruptRecord, SnapshotMissing
+from store.files import read_quietly
 from store.layout import IndexLayout, parse_manifest_name
 from store.records import Manifest, SessionChunk, SessionState
 
@@ -35,7 +36,7 @@ def read_current(index_dir: Path) -> int | None:
     """The generation CURRENT points at, or None when nothing has been published."""
     layout = IndexLayout(Path(index_dir))
     try:
-        text = layout.current.read_bytes()
+        text = read_quietly(layout.current)
     except FileNotFoundError:
         return None
     try:
@@ -61,7 +62,7 @@ def open_snapshot(index_dir: Path) -> Snapshot:
             raise SnapshotMissing(layout.root)
         path = layout.manifest_path(generation)
         try:
-            data = path.read_bytes()
+            data = read_quietly(path)
         except FileNotFoundError as exc:  # collected between CURRENT and here: look again
             last = exc
             continue
@@ -100,7 +101,7 @@ def _chunk(layout: IndexLayout, name: str) -> SessionChunk:
         _CHUNKS.move_to_end(name)
         return found
     path = layout.record_path(name)
-    found = decode(path.read_bytes(), expect=SessionChunk, path=str(path))
+    found = decode(read_quietly(path), expect=SessionChunk, path=str(path))
     if len(_ROWS) > _ROWS_MAX:
         _ROWS.clear()
     found = replace(found, sessions=tuple(map(_known_row, found.sessions)))
@@ -155,7 +156,7 @@ class Snapshot:
         except ValueError as exc:
             raise CorruptRecord(self.layout.records / "?", str(exc)) from exc
         try:
-            data = path.read_bytes()
+            data = read_quietly(path)
         except FileNotFoundError as exc:
             raise CorruptRecord(
                 path,

@@ -27,6 +27,7 @@ from typing import Final
 from store.atomic import FILE_MODE, DurableBatch, atomic_write, ensure_dir, fsync_dir
 from store.codec import decode, encode, kind_of
 from store.errors import CorruptRecord, GenerationConflict, NotAnIndex, StoreLocked
+from store.files import read_quietly
 from store.layout import (
     IndexLayout,
     chunk_of,
@@ -259,7 +260,7 @@ class StoreWriter:
 
     def _records_of(self, generation: int) -> frozenset[str]:
         path = self.layout.manifest_path(generation)
-        manifest = decode(path.read_bytes(), expect=Manifest, path=str(path))
+        manifest = decode(read_quietly(path), expect=Manifest, path=str(path))
         names = set(manifest.records())
         for name in manifest.chunks:
             names |= self._chunk_records(name)
@@ -276,7 +277,7 @@ class StoreWriter:
         if found is None:
             if rows is None:
                 path = self.layout.record_path(name)
-                rows = decode(path.read_bytes(), expect=SessionChunk, path=str(path)).sessions
+                rows = decode(read_quietly(path), expect=SessionChunk, path=str(path)).sessions
             found = self._gc_chunks[name] = frozenset(session_records(rows))
         return found
 
