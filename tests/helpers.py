@@ -114,6 +114,28 @@ def claude_line(
     }
 
 
+def grow_with_memo(raws: Any, read: Any, path: str, policies: Iterable[Any]) -> list[Any]:
+    """Normalize every prefix of *raws* (read by *read* again each time, as the in-memory
+    append path does) with a memo per policy and without, asserting both agree in both
+    branch modes; returns the memos and the last session read."""
+    from stages.lineage import lineage
+    from stages.normalize import normalize
+    from stages.normalized import EntryMemo
+    from stages.source import ParseResult
+
+    policies = list(policies)
+    memos = [EntryMemo() for _ in policies]  # one per policy: another policy clears a memo
+    grown = None
+    for n in range(1, len(raws) + 1):
+        grown = read(ParseResult(raws[:n], 0, n + 1, ()), path)
+        for policy, memo in zip(policies, memos, strict=True):
+            for branches in ("active", "all"):
+                fresh = normalize(grown, lineage(grown, branches), policy)
+                remembered = normalize(grown, lineage(grown, branches), policy, memo=memo)
+                assert remembered == fresh, (n, branches, policy)
+    return [memos, grown]
+
+
 def jsonl(records: Iterable[Mapping[str, Any]]) -> bytes:
     return b"".join(orjson.dumps(r) + b"\n" for r in records)
 

@@ -625,8 +625,7 @@ def test_real_split_reply_merges_its_lines() -> None:
 
 def test_a_memo_never_changes_what_a_growing_session_normalizes_to() -> None:
     from stages.normalize import normalize
-    from stages.normalized import EntryMemo
-    from stages.source import ParseResult
+    from tests.helpers import grow_with_memo
 
     lines = [
         user("u1", None, "first"),
@@ -639,16 +638,9 @@ def test_a_memo_never_changes_what_a_growing_session_normalizes_to() -> None:
         user("u4", "a4", "thanks"),
     ]
     raws = parse(jsonl(*lines)).records
-    policies = (Policy(), Policy(index_tool_output=False))
-    memos = [EntryMemo() for _ in policies]  # one per policy: another policy clears a memo
-    for n in range(1, len(raws) + 1):
-        # as rederive reads it again at each append: new records over the same parsed lines
-        grown = read_claude(ParseResult(raws[:n], 0, n + 1, ()), PATH)
-        for policy, memo in zip(policies, memos, strict=True):
-            for branches in ("active", "all"):
-                fresh = normalize(grown, lineage(grown, branches), policy)
-                remembered = normalize(grown, lineage(grown, branches), policy, memo=memo)
-                assert remembered == fresh, (n, branches, policy)
+    memos, grown = grow_with_memo(
+        raws, read_claude, PATH, [Policy(), Policy(index_tool_output=False)]
+    )
     assert all(len(memo) > 0 for memo in memos)
     final = normalize(grown, lineage(grown, "all"), Policy(), memo=memos[0]).entries
     named = [e.tool for e in final if e.role == "toolResult"]

@@ -722,8 +722,7 @@ def test_arbitrary_bytes_as_an_era_a_rollout_never_raise(data: bytes) -> None:
 
 def test_a_memo_never_changes_what_a_growing_rollout_normalizes_to() -> None:
     from stages.normalize import normalize
-    from stages.normalized import EntryMemo
-    from stages.source import ParseResult
+    from tests.helpers import grow_with_memo
 
     lines = [
         meta(),
@@ -739,15 +738,8 @@ def test_a_memo_never_changes_what_a_growing_rollout_normalizes_to() -> None:
         said("assistant", "all done"),
     ]
     raws = parse(jsonl(*lines)).records
-    policies = (Policy(), Policy(index_tool_output=False, index_thinking=True))
-    memos = [EntryMemo() for _ in policies]
-    for n in range(1, len(raws) + 1):
-        grown = read_codex(ParseResult(raws[:n], 0, n + 1, ()), PATH)
-        for policy, memo in zip(policies, memos, strict=True):
-            for branches in ("active", "all"):
-                fresh = normalize(grown, lineage(grown, branches), policy)
-                remembered = normalize(grown, lineage(grown, branches), policy, memo=memo)
-                assert remembered == fresh, (n, branches, policy)
+    policies = [Policy(), Policy(index_tool_output=False, index_thinking=True)]
+    memos, grown = grow_with_memo(raws, read_codex, PATH, policies)
     final = normalize(grown, lineage(grown, "active"), Policy(), memo=memos[0]).entries
     outputs = [(e.tool, e.outcome) for e in final if e.role == "toolResult"]
     assert outputs == [("apply_patch", None), ("shell", "failed")]
