@@ -20,8 +20,8 @@ once for both branch modes. Agent normalizers must keep it that way.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
 from dataclasses import replace
+from typing import Protocol
 
 from stages.common import cut_text, duplicate_reasons
 from stages.errors import BadInput
@@ -33,7 +33,14 @@ from stages.source import SourceSession
 
 __all__ = ["cut_text", "normalize"]
 
-Normalizer = Callable[[SourceSession, Lineage, Policy], NormalizeResult]
+
+class Normalizer(Protocol):
+    """An agent's normalizer. *memo* may be ignored: it only saves work (``EntryMemo``)."""
+
+    def __call__(
+        self, session: SourceSession, lineage: Lineage, policy: Policy, *, memo: EntryMemo | None
+    ) -> NormalizeResult: ...
+
 
 # Claude and Codex normalizers load on first use, so normalizing Pi never imports them.
 _LAZY: dict[str, tuple[str, str]] = {
@@ -50,18 +57,9 @@ def normalize(
     Raises ``BadInput`` only for an agent without a normalizer (a caller bug, not bad data):
     odd record content never raises, it becomes entries without text or a coverage reason.
     *memo* (same result, less work when the same records come again) is used by the Claude
-    and Codex normalizers; Pi appends take a tail reader instead.
+    and Codex normalizers; Pi's ignores it, as Pi appends take a tail reader instead.
     """
-    if memo is not None and session.agent == "claude":
-        from stages.claude.normalize import normalize_claude
-
-        result = normalize_claude(session, lineage, policy, memo=memo)
-    elif memo is not None and session.agent == "codex":
-        from stages.codex.normalize import normalize_codex
-
-        result = normalize_codex(session, lineage, policy, memo=memo)
-    else:
-        result = _normalizer(session.agent)(session, lineage, policy)
+    result = _normalizer(session.agent)(session, lineage, policy, memo=memo)
     if memo is not None:
         entries = tuple(memo.at(entry, index) for index, entry in enumerate(result.entries))
     else:

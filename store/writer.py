@@ -93,7 +93,7 @@ class StoreWriter:
         self._staged: dict[int, tuple[tuple[SessionState, ...], str]] = {}  # stage_chunks
         self._batch: DurableBatch | None = None
         # chunk name -> the records its rows name (publish and GC; GC forgets unlisted ones)
-        self._gc_chunks: dict[str, frozenset[str]] = {}
+        self._records_by_chunk: dict[str, frozenset[str]] = {}
 
     # -- records ---------------------------------------------------------------------------
 
@@ -273,12 +273,12 @@ class StoreWriter:
         chunk is immutable and most of them are shared by every generation (an append
         rewrites one), so each is read once per writer, not at every publish or collection
         that lists it."""
-        found = self._gc_chunks.get(name)
+        found = self._records_by_chunk.get(name)
         if found is None:
             if rows is None:
                 path = self.layout.record_path(name)
                 rows = decode(read_quietly(path), expect=SessionChunk, path=str(path)).sessions
-            found = self._gc_chunks[name] = frozenset(session_records(rows))
+            found = self._records_by_chunk[name] = frozenset(session_records(rows))
         return found
 
     # -- the lock --------------------------------------------------------------------------
@@ -362,7 +362,9 @@ class StoreWriter:
                     # A damaged older manifest cannot be opened by any reader either.
             self._collect_records(referenced, cutoff, deleted)
             # what no kept generation lists any more is not asked for again
-            self._gc_chunks = {n: r for n, r in self._gc_chunks.items() if n in referenced}
+            self._records_by_chunk = {
+                n: r for n, r in self._records_by_chunk.items() if n in referenced
+            }
             if deleted.manifests:
                 fsync_dir(self.layout.manifests)
         return GcReport(

@@ -57,7 +57,7 @@ from stages.common import (
     summarize_args,
 )
 from stages.lineage import Lineage
-from stages.normalized import NormalizeResult
+from stages.normalized import EntryMemo, NormalizeResult
 from stages.pi.branch_details import branch_children, read_branch_details
 from stages.pi.fabric import read_trace, trace_children
 from stages.policy import Policy
@@ -71,8 +71,11 @@ KEPT_TYPES = frozenset({"message", "compaction", "branch_summary", "custom_messa
 FABRIC_EXEC = "fabric_exec"
 
 
-def normalize_pi(session: SourceSession, lineage: Lineage, policy: Policy) -> NormalizeResult:
-    """Normalize the records ``lineage.selected`` names, in file order.
+def normalize_pi(
+    session: SourceSession, lineage: Lineage, policy: Policy, *, memo: EntryMemo | None = None
+) -> NormalizeResult:
+    """Normalize the records ``lineage.selected`` names, in file order. (*memo* goes unused:
+    Pi appends are read by the tail reader, which normalizes only the new lines.)
 
     Entries are numbered densely in output order. ``reasons`` holds only what this stage finds
     (branch-fact address conflicts); the dispatcher adds entry-id and operation-address

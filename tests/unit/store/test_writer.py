@@ -355,7 +355,7 @@ def test_gc_reads_each_chunk_once_however_many_young_generations_list_it(
         if path.is_file():
             _age(path)
     w.collect_garbage(keep_generations=1, grace_seconds=600, now=NOW)
-    assert _records(w) == set() and w._gc_chunks == {}
+    assert _records(w) == set() and w._records_by_chunk == {}
 
 
 def _records(w: StoreWriter) -> set[str]:
