@@ -19,7 +19,6 @@ import sys
 from collections.abc import Sequence
 from dataclasses import replace
 
-import orjson
 import structlog
 
 from pipeline import __version__
@@ -27,8 +26,10 @@ from pipeline.indexer import build_index, tty_progress
 from pipeline.logs import configure_logging
 from pipeline.pool import TaskFailed, WorkerDied
 from pipeline.status import collect_status, render_status
+from store import jsonio
 from store.config import Config, ConfigError, load_config
 from store.errors import StoreError, StoreLocked
+from store.streams import print_file_names_as_bytes
 from store.writer import StoreWriter
 
 __all__ = ["main"]
@@ -120,6 +121,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    print_file_names_as_bytes()
     given = list(sys.argv[1:] if argv is None else argv)
     if given[:1] == ["generate"]:
         # Handed over whole: argparse's REMAINDER refuses a first argument that looks like
@@ -137,9 +139,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "status":
             status = collect_status(config)
             if args.json:
-                sys.stdout.write(
-                    orjson.dumps(status.as_dict(), option=orjson.OPT_INDENT_2).decode()
-                )
+                sys.stdout.write(jsonio.dumps(status.as_dict(), indent=True).decode())
                 sys.stdout.write("\n")
             else:
                 sys.stdout.write(render_status(status))
@@ -153,7 +153,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 return _run_always_on(config, args)
             report = build_index(config, processes=args.processes, progress=tty_progress())
             if args.json:
-                sys.stdout.write(orjson.dumps(report.as_dict()).decode() + "\n")
+                sys.stdout.write(jsonio.dumps(report.as_dict()).decode() + "\n")
             return EXIT_PARTIAL if report.errors else EXIT_OK
     except ConfigError as exc:
         sys.stderr.write(f"pipeline: {exc}\n")

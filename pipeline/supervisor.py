@@ -41,7 +41,6 @@ from pathlib import Path
 from types import FrameType
 from typing import Any, Final
 
-import orjson
 import structlog
 
 from pipeline.children import EXIT_BOOT, ChildSpec, Flag, Shared, child_main
@@ -49,6 +48,7 @@ from pipeline.exits import describe_exit
 from pipeline.quarantine import BREADCRUMB_BYTES, Breadcrumb, Quarantine, restore
 from pipeline.resume import journal_start
 from pipeline.settings import RunSettings
+from store import jsonio
 from store.atomic import atomic_write, ensure_dir
 from store.config import Config
 from store.errors import StoreLocked
@@ -84,8 +84,8 @@ def read_run_state(index_dir: Path) -> dict[str, Any] | None:
     except FileNotFoundError:
         return None
     try:
-        state = orjson.loads(data)
-    except orjson.JSONDecodeError:
+        state = jsonio.loads(data)
+    except ValueError:
         return None
     return state if isinstance(state, dict) else None
 
@@ -514,7 +514,7 @@ class ProcessSupervisor:
             "quarantined": [q.to_state() for q in self.quarantine.held().values()],
         }
         with contextlib.suppress(OSError):  # status is best effort; the index is not
-            atomic_write(run_state_path(self.config.index_dir), orjson.dumps(state))
+            atomic_write(run_state_path(self.config.index_dir), jsonio.dumps(state))
         self._state_at = now
         self._state_dirty = False
 

@@ -21,13 +21,10 @@ address…); 4 nothing indexed yet; 1 the index is damaged or the query server f
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from collections.abc import Sequence
 from typing import Any
-
-import orjson
 
 from query.args import OUTCOMES, QUERY_MATCHES, QUERY_MODES, ROLES
 from query.commands import add_mcp_parser, add_serve_parser
@@ -35,9 +32,11 @@ from query.errors import InvalidArgument, QueryError
 from query.render import render
 from query.timespec import TimeSpecError, parse_time
 from query.transport import Backend
+from store import jsonio
 from store.config import ConfigError, load_config
 from store.errors import SnapshotMissing, StoreError
 from store.names import AGENTS, BRANCH_MODES
+from store.streams import print_file_names_as_bytes
 
 __all__ = ["main"]
 
@@ -220,8 +219,8 @@ def _expand_args(ns: argparse.Namespace) -> dict[str, Any]:
 def _token(text: str) -> dict[str, Any]:
     raw = sys.stdin.read() if text == "-" else text
     try:
-        token = orjson.loads(raw)
-    except orjson.JSONDecodeError as exc:
+        token = jsonio.loads(raw)
+    except ValueError as exc:
         raise _Usage(f"the call token is not valid JSON: {exc}") from None
     if not isinstance(token, dict):
         raise _Usage('a call token is a JSON object {"ref": ..., "args": {...}}')
@@ -229,13 +228,11 @@ def _token(text: str) -> dict[str, Any]:
 
 
 def _dump(result: dict[str, Any]) -> str:
-    try:
-        return orjson.dumps(result).decode("utf-8")
-    except orjson.JSONEncodeError:  # lone surrogates in source text: keep them escaped
-        return json.dumps(result, ensure_ascii=True, separators=(",", ":"))
+    return jsonio.dumps(result).decode("utf-8")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    print_file_names_as_bytes()
     ns = _parser().parse_args(argv)
     if ns.command in ("serve", "mcp"):
         run: Any = ns.run

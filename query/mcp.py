@@ -343,6 +343,47 @@ def _unwrap(tool: Tool, arguments: Mapping[str, Any]) -> Mapping[str, Any]:
     return arguments
 
 
+def _utf8_safe(value: Any) -> Any:
+    """*value* with every string JSON-RPC cannot carry spelled as its bytes, ``\\xNN`` escaped.
+
+    Only file names that are not UTF-8 hold lone surrogates here (``os.fsdecode`` strings;
+    entry text is cleaned of them at index time). The SDK's JSON writer refuses those and
+    would send no reply at all; the escaped name is readable and ``_named_path`` maps it back.
+    """
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return os.fsencode(value).decode("utf-8", "backslashreplace")
+        return value
+    if isinstance(value, dict):
+        return {k: _utf8_safe(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_utf8_safe(v) for v in value]
+    return value
+
+
+def _named_path(text: str) -> str:
+    """The file a ``_utf8_safe`` name stands for, when *text* names no file as it is."""
+    if "\\x" not in text or os.path.lexists(text):
+        return text
+    try:
+        name = os.fsdecode(text.encode("utf-8").decode("unicode_escape").encode("latin-1"))
+    except (UnicodeDecodeError, UnicodeEncodeError):
+        return text
+    return name if os.path.lexists(name) else text
+
+
+def _paths_back(arguments: Mapping[str, Any]) -> Mapping[str, Any]:
+    session, scope = arguments.get("session"), arguments.get("scope")
+    changed = dict(arguments)
+    if isinstance(session, str):
+        changed["session"] = _named_path(session)
+    if isinstance(scope, str) and scope.startswith("session:"):
+        changed["scope"] = "session:" + _named_path(scope[len("session:") :])
+    return changed
+
+
 def _fit_sessions(result: dict[str, Any]) -> dict[str, Any]:
     """Keep a long session listing inside the envelope, saying how many rows were left out."""
     rows = result.get("sessions")
@@ -365,7 +406,7 @@ def call_tool(
     if tool is None:
         return _problem("unknown_tool", f"no tool {name!r}; tools: {', '.join(TOOLS)}"), True
     try:
-        args = _unwrap(tool, arguments or {})
+        args = _paths_back(_unwrap(tool, arguments or {}))
         runner = getattr(backend, tool.op)
         result: dict[str, Any] = runner(args, cwd=cwd)
     except InvalidArgument as exc:
@@ -417,6 +458,7 @@ def build_server(backend: Backend, *, cwd: str | None = None) -> Server[Any]:
             return call_tool(backend, params.name, arguments, cwd=where)
 
         result, failed = await anyio.to_thread.run_sync(work)
+        result = _utf8_safe(result)
         return types.CallToolResult(
             content=[types.TextContent(type="text", text=encode(result).decode("utf-8"))],
             structured_content=result,

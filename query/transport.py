@@ -21,7 +21,6 @@ come back as the exceptions in-process code raises (``InvalidArgument``, ``Snaps
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import socket
 import struct
@@ -32,9 +31,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Literal
 
 import blake3
-import orjson
 
 from query.errors import InvalidArgument, QueryError
+from store import jsonio
 from store.config import Config
 from store.errors import SnapshotMissing, StoreError
 
@@ -143,20 +142,14 @@ def config_fingerprint(config: Config) -> str:
 
 
 def encode(obj: Any) -> bytes:
-    try:
-        return orjson.dumps(obj)
-    except orjson.JSONEncodeError:  # lone surrogates from source text: keep them escaped
-        return json.dumps(obj, ensure_ascii=True, separators=(",", ":")).encode("ascii")
+    return jsonio.dumps(obj)
 
 
 def decode(data: bytes) -> Any:
     try:
-        return orjson.loads(data)
-    except orjson.JSONDecodeError:
-        try:
-            return json.loads(data)
-        except ValueError as exc:
-            raise FrameError(f"frame is not JSON: {exc}") from None
+        return jsonio.loads(data)
+    except ValueError as exc:
+        raise FrameError(f"frame is not JSON: {exc}") from None
 
 
 def _recv_exact(sock: socket.socket, n: int) -> bytes:

@@ -17,9 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-import msgpack
-
 from store.atomic import atomic_write, ensure_dir
+from store.codec import pack, unpack
 from store.errors import CorruptRecord
 from store.files import read_quietly
 
@@ -68,7 +67,7 @@ class CheckpointStore:
         if not self._made:
             ensure_dir(self.folder)
             self._made = True
-        data = msgpack.packb(
+        data = pack(
             [
                 _MAGIC,
                 _VERSION,
@@ -76,8 +75,7 @@ class CheckpointStore:
                 checkpoint.version,
                 checkpoint.position,
                 checkpoint.updated_ns,
-            ],
-            use_bin_type=True,
+            ]
         )
         atomic_write(path, data)
         self.bytes_written += len(data)
@@ -99,7 +97,7 @@ class CheckpointStore:
 
 def _decode(data: bytes, path: Path) -> Checkpoint:
     try:
-        w = msgpack.unpackb(data, raw=False)
+        w = unpack(data)
     except Exception as exc:  # msgpack raises several unrelated types on bad input
         raise CorruptRecord(path, f"not a checkpoint: {exc}") from exc
     if not (isinstance(w, list) and len(w) == 6 and w[0] == _MAGIC and w[1] == _VERSION):

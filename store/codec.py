@@ -46,6 +46,8 @@ __all__ = [
     "decode",
     "encode",
     "kind_of",
+    "pack",
+    "unpack",
 ]
 
 MAGIC: Final = b"SDX"
@@ -87,9 +89,26 @@ def kind_of(record: Record | type[Record]) -> str:
         raise TypeError(f"not a store record: {cls.__name__}") from None
 
 
-def _pack(obj: Any) -> bytes:
-    data: bytes = msgpack.packb(obj, use_bin_type=True)
+def pack(obj: Any) -> bytes:
+    """msgpack bytes of *obj*, keeping file names that are not UTF-8 byte for byte.
+
+    Paths come from the file system as ``os.fsdecode`` strings: a byte that is not UTF-8 is a
+    lone surrogate (U+DC80-U+DCFF) there, which strict UTF-8 refuses. Entry text never holds
+    one (normalizers clean it), so only such names take the slower second try, which stores
+    the name's own bytes; ``unpack`` turns them back into the same string.
+    """
+    try:
+        data: bytes = msgpack.packb(obj, use_bin_type=True)
+    except UnicodeEncodeError:
+        data = msgpack.packb(obj, use_bin_type=True, unicode_errors="surrogateescape")
     return data
+
+
+def unpack(data: bytes) -> Any:
+    """The value ``pack`` made (file names that are not UTF-8 come back as they went in)."""
+    return msgpack.unpackb(
+        data, raw=False, strict_map_key=False, use_list=True, unicode_errors="surrogateescape"
+    )
 
 
 class _Contexts(threading.local):
@@ -125,12 +144,12 @@ def encode(record: Record) -> bytes:
     data: bytes | None = None
     if compression is not None:
         threshold, level = compression
-        packed = _pack(wire)
+        packed = pack(wire)
         if len(packed) > threshold:
             zbytes = _CONTEXTS.compressor(level).compress(packed)
-            data = _pack([MAGIC, SCHEMA_VERSION, kind, zbytes, _ZSTD])
+            data = pack([MAGIC, SCHEMA_VERSION, kind, zbytes, _ZSTD])
     if data is None:
-        data = _pack([MAGIC, SCHEMA_VERSION, kind, wire])
+        data = pack([MAGIC, SCHEMA_VERSION, kind, wire])
     if isinstance(record, ColdDigest):
         _CONTEXTS.last = (record, data)
     return data
@@ -144,10 +163,6 @@ def _decompress(name: object, payload: bytes) -> bytes:
     return zlib.decompress(payload)
 
 
-def _unpack(data: bytes) -> Any:
-    return msgpack.unpackb(data, raw=False, strict_map_key=False, use_list=True)
-
-
 @overload
 def decode(data: bytes, *, expect: type[T], path: str = ...) -> T: ...
 @overload
@@ -159,7 +174,7 @@ def decode(data: bytes, *, expect: type[Any] | None = None, path: str = "<bytes>
     and SchemaVersionError for a record another schema version wrote.
     """
     try:
-        envelope = _unpack(data)
+        envelope = unpack(data)
     except Exception as exc:  # msgpack raises several unrelated types on bad input
         raise CorruptRecord(path, f"not msgpack: {type(exc).__name__}: {exc}") from exc
     if not isinstance(envelope, list) or len(envelope) not in (4, 5):
@@ -179,7 +194,7 @@ def decode(data: bytes, *, expect: type[Any] | None = None, path: str = "<bytes>
         if envelope[4] not in (_ZSTD, _ZLIB) or not isinstance(payload, bytes):
             raise CorruptRecord(path, f"unknown compression {envelope[4]!r}")
         try:
-            payload = _unpack(_decompress(envelope[4], payload))
+            payload = unpack(_decompress(envelope[4], payload))
         except Exception as exc:
             raise CorruptRecord(path, f"bad compressed payload: {exc}") from exc
     if not isinstance(payload, list):
