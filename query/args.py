@@ -136,6 +136,11 @@ _SESSIONS_KEYS: Final = frozenset({"scope", "branches", "limit", "agent", "cwd"}
 # ---------------------------------------------------------------------------- scalar checks
 
 
+# Arguments that name files or folders: no path can hold a NUL byte, and the OS refuses one
+# with a ValueError deep inside path resolution instead of an answer.
+_PATH_KEYS: Final = ("session", "scope", "cwd")
+
+
 def _check_keys(action: str, args: Mapping[str, Any], allowed: frozenset[str]) -> None:
     if not isinstance(args, Mapping):
         raise InvalidArgument(f"{action} arguments must be a JSON object")
@@ -145,6 +150,10 @@ def _check_keys(action: str, args: Mapping[str, Any], allowed: frozenset[str]) -
             f"{action} does not accept {unknown[0]!r}; accepted arguments: "
             + ", ".join(sorted(allowed))
         )
+    for key in _PATH_KEYS:
+        value = args.get(key)
+        if isinstance(value, str) and "\x00" in value:
+            raise InvalidArgument(f"{action} {key} holds a NUL byte, which no path or id can")
 
 
 def _is_int(value: Any) -> bool:
