@@ -8,13 +8,15 @@ bytes the index holds are still the file's bytes without reading it.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from store.sources import is_session_name
 
-__all__ = ["Candidate", "Stamp", "discover", "stamp_of"]
+__all__ = ["SOURCE_UNREADABLE", "Candidate", "Stamp", "discover", "stamp_of", "under"]
+
+SOURCE_UNREADABLE = "source_unreadable"
 
 Stamp = tuple[int, int, int, int, int]
 
@@ -40,9 +42,15 @@ class Candidate:
         return self.stamp[3]
 
 
-def _walk(root: Path, agent: str) -> Iterator[Path]:
+def _walk(root: Path, agent: str, unreadable: list[str]) -> Iterator[Path]:
+    def refused(exc: OSError) -> None:
+        # A folder that vanished mid-walk is simply gone; one that cannot be listed still
+        # holds sessions nobody can vouch for, so it is named, never skipped in silence.
+        if not isinstance(exc, FileNotFoundError | NotADirectoryError):
+            unreadable.append(str(exc.filename))
+
     # os.walk without following symlinks: a link out of the root must never be indexed.
-    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+    for dirpath, dirnames, filenames in os.walk(root, onerror=refused, followlinks=False):
         dirnames.sort()
         for name in sorted(filenames):
             if is_session_name(agent, name):
@@ -53,14 +61,16 @@ def discover(roots: Mapping[str, Path]) -> tuple[list[Candidate], list[tuple[str
     """Every session file (``store.sources``) under each root, with its stamp.
 
     Returns (candidates, problems) where a problem is (path, agent, reason) for a file that
-    vanished or cannot be stat'ed between listing and stat. A missing root is simply empty.
+    cannot be stat'ed between listing and stat (``source_unavailable``) or a folder that
+    cannot be listed (``source_unreadable``; see ``under``). A missing root is simply empty.
     """
     found: list[Candidate] = []
     problems: list[tuple[str, str, str]] = []
     for agent, root in sorted(roots.items()):
         if not root.is_dir():
             continue
-        for path in _walk(root, agent):
+        unreadable: list[str] = []
+        for path in _walk(root, agent, unreadable):
             try:
                 st = path.lstat()
             except FileNotFoundError:
@@ -71,4 +81,11 @@ def discover(roots: Mapping[str, Path]) -> tuple[list[Candidate], list[tuple[str
             if not os.path.isfile(path) or path.is_symlink():
                 continue
             found.append(Candidate(str(path), agent, stamp_of(st)))
+        problems += [(folder, agent, SOURCE_UNREADABLE) for folder in unreadable]
     return found, problems
+
+
+def under(folders: Iterable[str], path: str) -> bool:
+    """True when *path* lies inside one of *folders*: its state cannot be known while the
+    folder cannot be listed, so what the index holds of it is kept, not dropped as deleted."""
+    return any(path.startswith(folder.rstrip("/") + "/") for folder in folders)

@@ -25,7 +25,7 @@ from typing import Any
 
 import structlog
 
-from pipeline.discovery import discover
+from pipeline.discovery import SOURCE_UNREADABLE, discover, under
 from pipeline.lexicon import LexiconKeeper, bucket_count, bucket_of
 from pipeline.pool import WorkerPool
 from pipeline.session_job import Job
@@ -206,10 +206,14 @@ def build_index(
                 current[c.path] = state
                 continue
             jobs.append(Job(c.path, c.agent, tiers[c.path], policy, str(config.index_dir)))
+        unreadable = [p for p, _, r in problems if r == SOURCE_UNREADABLE]
+        for path, state in prior.items():
+            if under(unreadable, path):
+                current.setdefault(path, state)
         report.reused = len(current)
         skipped = {p: SkippedFile(p, a, r) for p, a, r in problems}
         by_path = {c.path: c for c in candidates}
-        report.removed = sum(1 for p in prior if p not in by_path)
+        report.removed = sum(1 for p in prior if p not in by_path and p not in current)
         # Biggest first keeps the pool busy to the end instead of waiting on one straggler.
         jobs.sort(key=lambda j: (-by_path[j.path].size, j.path))
         sizes = {c.path: c.size for c in candidates}

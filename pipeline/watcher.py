@@ -34,7 +34,7 @@ from watchdog.observers import Observer
 from watchdog.observers.api import BaseObserver
 
 from pipeline.classify import Known, classify, known_from_event
-from pipeline.discovery import discover
+from pipeline.discovery import SOURCE_UNREADABLE, discover, under
 from pipeline.resume import resume_after, usable_manifest
 from pipeline.settings import RunSettings
 from store.config import Config
@@ -177,7 +177,8 @@ class Watcher:
         with self._lock:
             self._rescan = False
         self._next_scan = now + self.settings.reconcile_s
-        candidates, _ = discover(self.config.roots)
+        candidates, problems = discover(self.config.roots)
+        unreadable = [p for p, _, reason in problems if reason == SOURCE_UNREADABLE]
         seen: set[str] = set()
         changed: list[str] = []
         for c in candidates:
@@ -185,7 +186,8 @@ class Watcher:
             known = self.view.get(c.path)
             if known is None or known.stamp != c.stamp or known.agent != c.agent:
                 changed.append(c.path)
-        changed += [p for p in self.view if p not in seen]
+        # A file in a folder that cannot be listed is not known to be gone.
+        changed += [p for p in self.view if p not in seen and not under(unreadable, p)]
         for known in self.view.values():
             known.forget_reads()  # the windows are trusted for one scan interval at most
         with self._lock:

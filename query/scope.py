@@ -35,6 +35,8 @@ __all__ = ["Listings", "Resolved", "Target", "resolve_scope", "resolve_target"]
 
 _CLAUDE_SLUG = re.compile(r"[^A-Za-z0-9]")
 STALE = "stale_session"
+# A folder under a root that cannot be listed: whatever sessions it holds are out of reach.
+UNREADABLE = "source_unreadable"
 
 
 @dataclass(frozen=True, slots=True)
@@ -236,6 +238,8 @@ class _Listing:
     stamp: tuple[int, int]
     folders: tuple[str, ...]
     files: tuple[str, ...]
+    # Listed in vain (permissions, I/O): never cached, since a chmod moves no mtime.
+    unreadable: bool = False
 
 
 # Folder listings by path, reused while the folder's (inode, mtime) is unchanged: creating,
@@ -258,7 +262,8 @@ def _listing(folder: str) -> _Listing | None:
     if found is not None and found.stamp == stamp:
         return found
     listing = _read(folder, stamp)
-    if listing is not None and time.time_ns() - st.st_mtime_ns > _SETTLED_NS:
+    settled = time.time_ns() - st.st_mtime_ns > _SETTLED_NS
+    if listing is not None and not listing.unreadable and settled:
         if len(_LISTINGS) >= _LISTINGS_MAX:
             _LISTINGS.clear()
         _LISTINGS[folder] = listing
@@ -278,8 +283,10 @@ def _read(folder: str, stamp: tuple[int, int]) -> _Listing | None:
                         files.append(entry.path)
                 except OSError:
                     continue
-    except OSError:
+    except (FileNotFoundError, NotADirectoryError):
         return None
+    except OSError:
+        return _Listing(stamp, (), (), unreadable=True)
     return _Listing(stamp, tuple(folders), tuple(files))
 
 
@@ -346,7 +353,7 @@ class Listings:
             self.epoch += 1
             return _read(folder, (0, 0))
         listing = _read(folder, (0, 0))
-        if listing is None:
+        if listing is None or listing.unreadable:
             self.epoch += 1
         else:
             self._keep(folder, listing)
@@ -382,15 +389,22 @@ _STAT_LISTINGS = Listings()
 
 
 def _session_files(
-    folder: str, *, recursive: bool, listings: Listings = _STAT_LISTINGS
+    folder: str,
+    *,
+    recursive: bool,
+    listings: Listings = _STAT_LISTINGS,
+    unreadable: list[str] | None = None,
 ) -> Iterator[str]:
     """The session files under *folder* (of any agent: the caller filters), as discovery sees
-    them (regular files, no symlinks)."""
+    them (regular files, no symlinks); folders that could not be listed go to *unreadable*."""
     pending = [folder]
     while pending:
-        listing = listings.get(pending.pop())
+        here = pending.pop()
+        listing = listings.get(here)
         if listing is None:
             continue
+        if listing.unreadable and unreadable is not None:
+            unreadable.append(here)
         if recursive:
             pending.extend(listing.folders)
         yield from listing.files
@@ -411,7 +425,10 @@ def _unseen(
     """
     out: list[Unindexed] = []
     for agent, folder in folders:
-        for path in _session_files(folder, recursive=recursive, listings=listings):
+        unreadable: list[str] = []
+        for path in _session_files(
+            folder, recursive=recursive, listings=listings, unreadable=unreadable
+        ):
             if path in gen.by_path or path in gen.skipped:
                 continue
             if not is_session_name(agent, os.path.basename(path)):
@@ -423,6 +440,8 @@ def _unseen(
                 except OSError:
                     continue
             out.append(Unindexed(path, agent, STALE, stale=True))
+        # Not stale (nothing says it changed), but an empty answer cannot vouch for it.
+        out += [Unindexed(f, agent, UNREADABLE) for f in unreadable]
     return out
 
 
