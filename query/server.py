@@ -14,8 +14,11 @@
 Limits: a request frame above ``max_request_bytes`` is refused (``request_too_large``) and the
 connection closed; a request not answered within ``request_timeout`` gets ``request_timeout``
 (the engine thread finishes it in the background; queued requests keep their own clocks); a
-connection idle for ``idle_timeout`` is closed; past ``max_connections`` a new client gets
-``busy`` and answers in-process.
+connection idle for ``idle_timeout`` is closed; past ``max_connections`` the oldest connection
+not being answered is closed to make room, and only when every one is mid-request does a new
+client get ``busy`` (and answer in-process). A client may ask for heartbeats (``"beat": s`` in
+its request): ``{"beat": true}`` frames every *s* seconds while its request runs, so a server
+that goes silent is known to be frozen within seconds, not at the request timeout.
 
 The server writes nothing into the index folder except its own ``serve/`` folder (0700): the
 socket (0600) and ``server.lock``, an flock held for its lifetime, so two servers never share
@@ -35,7 +38,7 @@ import os
 import socket
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -64,6 +67,9 @@ __all__ = ["AlreadyServing", "QueryServer", "ServeOptions"]
 log = logging.getLogger("sessiondex.query.serve")
 
 _TICK = 0.5
+# Sent while a request runs, when the client asks: silence then means a frozen server.
+_BEAT: dict[str, Any] = {"beat": True}
+_BEAT_MAX_S = 5.0
 
 
 class AlreadyServing(QueryError):
@@ -101,7 +107,9 @@ class QueryServer:
         self._stop = threading.Event()
         self._stopped = threading.Event()
         self._worker = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="engine")
-        self._conns: set[socket.socket] = set()
+        # Open connections in the order they came (oldest first), and those mid-request.
+        self._conns: dict[socket.socket, None] = {}
+        self._answering: set[socket.socket] = set()
         self._conns_lock = threading.Lock()
         self._seen: int | None = None
         self._following: concurrent.futures.Future[None] | None = None
@@ -285,8 +293,18 @@ class QueryServer:
     def _admit(self, conn: socket.socket) -> None:
         with self._conns_lock:
             crowded = len(self._conns) >= self.options.max_connections
+            if crowded:
+                # A client that connected and went quiet (or stalled mid-frame) must not keep
+                # new ones out for an idle timeout: the oldest connection not being answered
+                # makes room. Its client reconnects on its next request.
+                idle = next((c for c in self._conns if c not in self._answering), None)
+                if idle is not None:
+                    with contextlib.suppress(OSError):
+                        idle.shutdown(socket.SHUT_RDWR)
+                    del self._conns[idle]
+                    crowded = False
             if not crowded:
-                self._conns.add(conn)
+                self._conns[conn] = None
         if crowded:
             try:
                 conn.settimeout(1.0)
@@ -315,18 +333,27 @@ class QueryServer:
                     elif str(exc) != "connection closed":
                         write_frame(conn, _error("bad_request", str(exc)))
                     return
-                write_frame(conn, self.answer(frame))
+                with self._conns_lock:
+                    self._answering.add(conn)
+                try:
+                    answer = self.answer(frame, beat=lambda: write_frame(conn, _BEAT))
+                finally:
+                    with self._conns_lock:
+                        self._answering.discard(conn)
+                write_frame(conn, answer)
         except OSError:
             return
         finally:
             with self._conns_lock:
-                self._conns.discard(conn)
+                self._conns.pop(conn, None)
+                self._answering.discard(conn)
             conn.close()
 
     # -- requests ---------------------------------------------------------------------------
 
-    def answer(self, frame: Any) -> dict[str, Any]:
-        """The response frame for one request frame."""
+    def answer(self, frame: Any, beat: Callable[[], None] | None = None) -> dict[str, Any]:
+        """The response frame for one request frame; while it runs, *beat* is called every
+        ``frame["beat"]`` seconds when the client asked for heartbeats."""
         if self._stop.is_set():
             return _error("shutting_down", "the query server is stopping")
         if not isinstance(frame, dict) or frame.get("op") not in OPS:
@@ -348,8 +375,19 @@ class QueryServer:
             future = self._worker.submit(run_local, self.engine, op, args, cwd)
         except RuntimeError:  # the worker was shut down
             return _error("shutting_down", "the query server is stopping")
+        interval = frame.get("beat")
+        if not (isinstance(interval, int | float) and 0 < interval <= _BEAT_MAX_S):
+            interval, beat = self.options.request_timeout, None
+        deadline = time.monotonic() + self.options.request_timeout
         try:
-            return {"ok": True, "result": future.result(self.options.request_timeout)}
+            while True:
+                left = deadline - time.monotonic()
+                try:
+                    return {"ok": True, "result": future.result(max(0.0, min(interval, left)))}
+                except concurrent.futures.TimeoutError:
+                    if left <= interval or beat is None:
+                        raise
+                    beat()
         except concurrent.futures.TimeoutError:
             future.cancel()
             return _error(

@@ -26,6 +26,7 @@ import socket
 import struct
 import sys
 import threading
+import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Literal
@@ -67,6 +68,11 @@ OPS: Final = ("recall", "expand", "sessions", "call", "catalog", "ping")
 # sun_path is 108 bytes on Linux and 104 on macOS, NUL included.
 _SUN_PATH_MAX: Final = 100
 _HEADER: Final = struct.Struct(">I")
+# Heartbeats a client asks for while its request runs, and how long it waits in silence
+# before it takes the server for frozen (generous: a loaded machine delays a thread).
+BEAT_S: Final = 0.25
+LIVENESS_S: Final = 3.0
+_BEAT: Final = {"beat": True}
 
 ServerMode = Literal["auto", "off", "require"]
 
@@ -179,23 +185,38 @@ def write_frame(sock: socket.socket, obj: Any) -> None:
 # ---------------------------------------------------------------------------------- backend
 
 
+class _Silent(Exception):
+    """The server sent nothing, not even a heartbeat, for the liveness window: it is frozen."""
+
+
 class _Connection:
     """One client connection to a running server (requests are answered in order)."""
 
-    def __init__(self, path: Path, connect_timeout: float, read_timeout: float) -> None:
+    def __init__(self, path: Path, connect_timeout: float, liveness: float) -> None:
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             self.sock.settimeout(connect_timeout)
             with socket_address(path) as address:
                 self.sock.connect(address)
-            self.sock.settimeout(read_timeout)
+            # A live server answers or beats well within this; silence means it is stopped.
+            self.sock.settimeout(liveness)
         except BaseException:
             self.sock.close()
             raise
 
-    def request(self, frame: Mapping[str, Any]) -> Any:
-        write_frame(self.sock, frame)
-        return read_frame(self.sock, MAX_RESPONSE_BYTES)
+    def request(self, frame: Mapping[str, Any], deadline: float) -> Any:
+        """The answer to *frame*, skipping heartbeats. Raises TimeoutError past *deadline*
+        (monotonic) and ``_Silent`` when the server goes quiet."""
+        write_frame(self.sock, {**frame, "beat": BEAT_S})
+        while True:
+            try:
+                answer = read_frame(self.sock, MAX_RESPONSE_BYTES)
+            except TimeoutError:
+                raise _Silent from None
+            if answer != _BEAT:
+                return answer
+            if time.monotonic() > deadline:
+                raise TimeoutError
 
     def close(self) -> None:
         self.sock.close()
@@ -217,11 +238,13 @@ class Backend:
         server: ServerMode = "auto",
         connect_timeout: float = 0.5,
         read_timeout: float = 120.0,
+        liveness: float = LIVENESS_S,
     ) -> None:
         self.config = config
         self.mode: ServerMode = server
         self.connect_timeout = connect_timeout
         self.read_timeout = read_timeout
+        self.liveness = liveness
         self.fingerprint = config_fingerprint(config)
         self.served_by: Literal["server", "in-process"] | None = None
         self._conn: _Connection | None = None
@@ -285,7 +308,7 @@ class Backend:
         if not os.path.exists(path):
             raise ServerUnavailable(f"no query server socket at {path}")
         try:
-            return _Connection(path, self.connect_timeout, self.read_timeout)
+            return _Connection(path, self.connect_timeout, self.liveness)
         except OSError as exc:
             raise ServerUnavailable(f"cannot connect to {path}: {exc}") from None
 
@@ -296,7 +319,13 @@ class Backend:
             if self._conn is None:
                 self._conn = self._connect()
             try:
-                answer = self._conn.request(frame)
+                answer = self._conn.request(frame, time.monotonic() + self.read_timeout)
+            except _Silent:
+                self._drop()
+                raise ServerUnavailable(
+                    f"the query server sent nothing for {self.liveness:g} s (stopped or "
+                    "frozen): answering in-process"
+                ) from None
             except TimeoutError:
                 self._drop()
                 raise RequestTimeout(
