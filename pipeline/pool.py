@@ -10,8 +10,9 @@ the cold lexicon's buckets. Small runs never spawn: the work is done in this pro
             wait(every busy worker's pipe and process sentinel)
               a result          ─► the task is done; the worker takes the next one
               the process ended ─► "died": a replacement is started, and
-                  a message of several sessions ─► each session again, one per message
-                  a message of one session      ─► that session is skipped (index_error)
+                  each of its sessions          ─► again, alone, first in line; a session
+                                                   present at a second death is skipped
+                                                   (index_error)
                   a lexicon bucket              ─► built once more, then WorkerDied
 
 A worker that dies (killed by the kernel for memory, a crash in native code, a kill -9)
@@ -56,6 +57,9 @@ UNITS_PER_WORKER: Final = 32
 # (a broken installation), and the run stops instead of respawning them.
 _DEAD_ON_ARRIVAL: Final = 3
 _BUCKET_ATTEMPTS: Final = 2
+# Worker deaths a session may be present at before it is skipped as index_error: one death
+# alone may have been a kill from outside; a session that kills its worker does so again.
+_SESSION_DEATHS: Final = 2
 _STOP_WAIT_S: Final = 5.0
 _READY: Final = "ready"
 # Tasks sent to a worker ahead of its answers: the next one is waiting in its pipe when it
@@ -183,6 +187,7 @@ class WorkerPool:
             return
         finished: deque[JobResult] = deque()
         left = len(jobs)
+        deaths: dict[str, int] = {}  # worker deaths each session was present at
 
         def submit(unit: list[Job], *, first: bool = False) -> None:
             task = _Task(self.index_unit, (unit,), died, finished.extend, failed)
@@ -193,12 +198,19 @@ class WorkerPool:
 
         def died(task: _Task, how: str) -> None:
             (unit,) = task.args
-            if len(unit) > 1:
-                # Which session killed it is unknown: each goes again, alone, first in line.
-                for job in reversed(unit):
-                    submit([job], first=True)
-                return
-            (job,) = unit
+            for job in unit:
+                deaths[job.path] = deaths.get(job.path, 0) + 1
+            # Which session killed it is unknown, and a kill from outside (an operator, the
+            # OOM killer choosing this process for another's memory) is no session's fault:
+            # each goes again, alone, first in line, until one has been present at two deaths.
+            again = [job for job in unit if deaths[job.path] < _SESSION_DEATHS]
+            for job in reversed(again):
+                submit([job], first=True)
+            for job in unit:
+                if deaths[job.path] >= _SESSION_DEATHS:
+                    skip(job, how)
+
+        def skip(job: Job, how: str) -> None:
             log.error("session.failed", path=job.path, error=f"worker process {how}")
             finished.append(
                 JobResult(

@@ -29,6 +29,20 @@ def index_or_die(jobs: Sequence[Job]) -> list[JobResult]:
     return results
 
 
+def index_killed_once(jobs: Sequence[Job]) -> list[JobResult]:
+    """As if an operator or the OOM killer ended the worker once, whatever it was doing: the
+    first job started after the marker folder exists kills its worker; every later one is
+    indexed (the marker lives beside the index, shared by every worker)."""
+    results: list[JobResult] = []
+    for job in jobs:
+        marker = Path(job.index_dir).parent / "killed-once"
+        if not marker.exists():
+            marker.mkdir(parents=True, exist_ok=True)
+            _die()
+        results.extend(index_sessions([job]))
+    return results
+
+
 def index_raises(jobs: Sequence[Job]) -> list[JobResult]:
     raise RuntimeError("a bug outside the per-session guard")
 

@@ -63,6 +63,19 @@ def test_a_session_that_kills_its_worker_is_skipped_and_the_rest_indexed(
     assert all(r.state is not None and r.reason is None for r in others)
 
 
+@pytest.mark.parametrize("units_per_worker", [1, 32])  # messages of several / of one session
+def test_a_worker_killed_from_outside_costs_no_session(
+    corpus: list[Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, units_per_worker: int
+) -> None:
+    monkeypatch.setattr(pipeline.pool, "UNITS_PER_WORKER", units_per_worker)
+    jobs, sizes = _jobs(_healthy(corpus), tmp_path / "index")
+    with WorkerPool(2, inline=False, index_unit=pool_helpers.index_killed_once) as pool:
+        results = list(pool.index(jobs, sizes))
+    assert (tmp_path / "killed-once").is_dir(), "the kill happened"
+    assert sorted(r.path for r in results) == sorted(sizes)
+    assert [r.path for r in results if r.state is None or r.reason is not None] == []
+
+
 def test_a_message_that_raises_fails_its_sessions_with_the_traceback(
     corpus: list[Path], tmp_path: Path
 ) -> None:
