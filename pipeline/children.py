@@ -38,17 +38,28 @@ from pipeline.settings import RunSettings
 from pipeline.watcher import Observers, Watcher
 from pipeline.workers import IndexWorker, WorkerBatch
 from store.config import Config
-from store.errors import StoreLocked
+from store.errors import StoreLocked, is_disk_full
 from store.journal import FileJournal
 from store.layout import IndexLayout
 from store.writer import StoreWriter
 
-__all__ = ["EXIT_BOOT", "EXIT_ORPHANED", "ChildSpec", "Flag", "Shared", "Stopping", "child_main"]
+__all__ = [
+    "EXIT_BOOT",
+    "EXIT_DISK_FULL",
+    "EXIT_ORPHANED",
+    "ChildSpec",
+    "Flag",
+    "Shared",
+    "Stopping",
+    "child_main",
+]
 
 log = structlog.get_logger()
 
 EXIT_BOOT: Final = 3
 EXIT_ORPHANED: Final = 4
+# The index's disk is full: not a crash of the child's; the supervisor waits for room.
+EXIT_DISK_FULL: Final = 75  # EX_TEMPFAIL
 _STATS_EVERY_S: Final = 1.0
 _LOCK_WAIT_S: Final = 30.0
 _PR_SET_PDEATHSIG: Final = 1
@@ -153,7 +164,10 @@ def child_main(spec: ChildSpec, shared: Shared, conn: _Conn) -> None:
         _run(spec, shared, conn, role, stopping)
     except Stopping:
         pass
-    except BaseException:
+    except BaseException as exc:
+        if is_disk_full(exc):
+            conn.send(("disk_full", traceback.format_exc()))
+            sys.exit(EXIT_DISK_FULL)
         conn.send(("crashed", traceback.format_exc()))
         sys.exit(1)
     finally:

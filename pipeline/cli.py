@@ -28,7 +28,7 @@ from pipeline.pool import TaskFailed, WorkerDied
 from pipeline.status import collect_status, render_status
 from store import jsonio
 from store.config import Config, ConfigError, load_config
-from store.errors import StoreError, StoreLocked
+from store.errors import DiskFull, StoreError, StoreLocked, is_disk_full
 from store.streams import print_file_names_as_bytes
 from store.writer import StoreWriter
 
@@ -161,12 +161,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     except StoreLocked as exc:
         sys.stderr.write(f"pipeline: {exc}\n")
         return EXIT_LOCKED
+    except DiskFull as exc:
+        sys.stderr.write(f"pipeline: {exc}\n")
+        return EXIT_PARTIAL
     except StoreError as exc:
         sys.stderr.write(f"pipeline: {exc}\n")
         return EXIT_NO_INDEX
     except (WorkerDied, TaskFailed) as exc:
         sys.stderr.write(f"pipeline: {exc}\nNothing new was published; the index is as before.\n")
         return EXIT_BOOT_FAILED
+    except OSError as exc:
+        if not is_disk_full(exc):
+            raise
+        # Out of room outside a record write (publishing, collecting, the journal).
+        sys.stderr.write(f"pipeline: {DiskFull(config.index_dir)}\n")
+        return EXIT_PARTIAL
     raise AssertionError(f"unhandled command {args.command}")
 
 

@@ -33,6 +33,7 @@ from pipeline.appender import HotSession, commit, extend, hot_session
 from pipeline.deltas import Delta, concat_entries, concat_shards
 from pipeline.session_job import Job, build_session, read_source
 from stages.policy import Policy
+from store.errors import is_disk_full
 from store.files import open_quietly
 from store.records import SessionState, SkippedFile, SourceEvent
 from store.sources import is_object_rollout
@@ -199,7 +200,9 @@ class SessionEngine:
         job = Job(path, agent, tier, self.policy, str(self.index_dir))
         try:
             built = build_session(job, data, stamp, self.writer)
-        except Exception:  # a bug in a stage must cost one session, not the worker
+        except Exception as exc:  # a bug in a stage must cost one session, not the worker
+            if is_disk_full(exc):
+                raise  # no fault of the session's: the worker pauses until there is room
             log.error("session.failed", path=path, traceback=traceback.format_exc())
             self.forget(path)
             return Skip(SkippedFile(path, agent, "index_error"))

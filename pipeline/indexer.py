@@ -28,11 +28,11 @@ import structlog
 from pipeline.discovery import SOURCE_UNREADABLE, discover, under
 from pipeline.lexicon import LexiconKeeper, bucket_count, bucket_of
 from pipeline.pool import WorkerPool
-from pipeline.session_job import Job
+from pipeline.session_job import DISK_FULL, Job
 from stages.policy import Policy
 from stages.tier import HOT, assign_tiers
 from store.config import Config
-from store.errors import SnapshotMissing
+from store.errors import DiskFull, SnapshotMissing
 from store.reader import open_snapshot
 from store.records import Manifest, SessionState, SkippedFile
 from store.writer import StoreWriter
@@ -252,6 +252,9 @@ def build_index(
             if len(batches) == 1:
                 batch = early.order(batch)
             for result in pool.index(batch, sizes):
+                if result.reason == DISK_FULL:
+                    # Publishing needs room too: stop, keep what is published, say where.
+                    raise DiskFull(config.index_dir)
                 early.done(by_job[result.path], result.state)
                 done_sessions += 1
                 done_bytes += sizes[result.path]

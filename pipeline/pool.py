@@ -39,6 +39,7 @@ import structlog
 from pipeline.exits import describe_exit
 from pipeline.lexicon import build_bucket
 from pipeline.session_job import Job, JobResult, index_session, index_sessions
+from store.errors import DiskFull, is_disk_full
 
 __all__ = [
     "UNITS_PER_WORKER",
@@ -91,8 +92,9 @@ def _serve(conn: Any) -> None:
         fn, args = message
         try:
             answer: tuple[bool, Any] = (True, fn(*args))
-        except Exception:  # noqa: BLE001 - the parent raises it as TaskFailed
-            answer = (False, traceback.format_exc())
+        except Exception as exc:  # noqa: BLE001 - the parent raises it as TaskFailed
+            # A full disk is said apart: the parent raises DiskFull, which names the folder.
+            answer = (False, (traceback.format_exc(), is_disk_full(exc)))
         conn.send(answer)
 
 
@@ -339,10 +341,14 @@ class WorkerPool:
             task.value = value
             if task.on_done is not None:
                 task.on_done(value)
-        elif task.on_failed is not None:
-            task.on_failed(task, value)
         else:
-            task.error = TaskFailed(f"{task.fn.__name__} failed in a worker process:\n{value}")
+            trace, disk_full = value
+            if disk_full and task.on_failed is None:  # a bucket: (index_dir, digests)
+                task.error = DiskFull(task.args[0])
+            elif task.on_failed is not None:
+                task.on_failed(task, trace)
+            else:
+                task.error = TaskFailed(f"{task.fn.__name__} failed in a worker process:\n{trace}")
         task.settled = True
 
     def _bury(self, worker: _Worker) -> _Worker:

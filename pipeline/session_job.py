@@ -15,6 +15,7 @@ import traceback
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Final
 
 import blake3
 
@@ -33,11 +34,13 @@ from stages.policy import Policy
 from stages.read import read_session
 from stages.source import SourceSession
 from stages.tier import HOT
+from store.errors import is_disk_full
 from store.files import open_quietly
 from store.records import ColdDigest, HotShard, SessionState
 from store.writer import StoreWriter
 
 __all__ = [
+    "DISK_FULL",
     "Built",
     "Job",
     "JobResult",
@@ -46,6 +49,9 @@ __all__ = [
     "index_sessions",
     "read_source",
 ]
+
+# A job's reason when the index's disk was full: no fault of the session's, never published.
+DISK_FULL: Final = "disk_full"
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,14 +106,15 @@ def index_session(job: Job, writer: StoreWriter | None = None) -> JobResult:
         return JobResult(job.path, job.agent, None, 0, 0, reason="source_unavailable")
     try:
         return _index(job, data, stamp, writer or StoreWriter(Path(job.index_dir)))
-    except Exception:  # a bug in a stage must cost one session, not the run
+    except Exception as exc:  # a bug in a stage must cost one session, not the run
         return JobResult(
             job.path,
             job.agent,
             None,
             0,
             len(data),
-            reason="index_error",
+            # A full disk is no fault of the session's: the run stops and resumes later.
+            reason=DISK_FULL if is_disk_full(exc) else "index_error",
             error=traceback.format_exc(),
         )
 
@@ -122,11 +129,11 @@ def index_sessions(jobs: Sequence[Job]) -> list[JobResult]:
     try:
         with writer.batch():
             return [index_session(job, writer) for job in jobs]
-    except OSError:
+    except OSError as exc:
         error = traceback.format_exc()
+        reason = DISK_FULL if is_disk_full(exc) else "index_error"
         return [
-            JobResult(job.path, job.agent, None, 0, 0, reason="index_error", error=error)
-            for job in jobs
+            JobResult(job.path, job.agent, None, 0, 0, reason=reason, error=error) for job in jobs
         ]
 
 

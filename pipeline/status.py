@@ -23,7 +23,7 @@ from pipeline.discovery import discover
 from pipeline.resume import PUBLISH_STAGE
 from store.checkpoints import CheckpointStore
 from store.config import Config
-from store.errors import SnapshotMissing, StoreError
+from store.errors import SnapshotMissing, StoreError, free_bytes
 from store.journal import FileJournal
 from store.layout import IndexLayout
 from store.reader import open_snapshot
@@ -174,6 +174,8 @@ def collect_pipeline(config: Config, now_ns: int | None = None) -> dict[str, Any
         },
         "workers": workers,
         "restarts": sum(w["restarts"] for w in workers),
+        # Said here, not only by the run state: on a full disk that file cannot be rewritten.
+        "disk": _disk(config.index_dir, workers),
         # sessions that killed an index worker every time, skipped until their file changes
         "quarantined": run.get("quarantined", []) if running else [],
     }
@@ -239,9 +241,30 @@ def collect_status(config: Config) -> Status:
     return status
 
 
+# Below this much room an index write may fail at any moment: status says so before it does.
+_LOW_DISK_BYTES = 16 << 20
+
+
+def _disk(index_dir: Path, workers: list[dict[str, Any]]) -> dict[str, Any]:
+    free = free_bytes(index_dir)
+    paused = any(w["state"] == "disk_full" for w in workers)
+    full = paused or (free is not None and free < _LOW_DISK_BYTES)
+    return {"freeBytes": free, "full": full, "paused": paused}
+
+
 def _render_pipeline(p: dict[str, Any]) -> list[str]:
     if not p:
         return []
+    disk = p["disk"]
+    room = f"{disk['freeBytes']:,} bytes free" if disk["freeBytes"] is not None else "unknown"
+    full = [
+        f"disk        FULL ({room}): "
+        + (
+            "indexing is paused and resumes by itself when there is room"
+            if disk["paused"]
+            else "the next index write may fail; free some space"
+        )  # fmt: skip
+    ]
     lag = p["lag"]
     oldest = lag["oldestPendingSeconds"]
     positions = ", ".join(f"{k} {v}" for k, v in p["positions"].items())
@@ -251,6 +274,7 @@ def _render_pipeline(p: dict[str, Any]) -> list[str]:
         + (f", oldest waiting {oldest:.1f}s" if oldest is not None else "")
         + f"; {p['restarts']} restarts",
         f"journal     head {p['journal']['head']}; positions {positions}",
+        *(full if disk["full"] else []),
     ]
     for w in p["workers"]:
         age = w["heartbeatAgeSeconds"]

@@ -43,7 +43,7 @@ from typing import Any, Final
 
 import structlog
 
-from pipeline.children import EXIT_BOOT, ChildSpec, Flag, Shared, child_main
+from pipeline.children import EXIT_BOOT, EXIT_DISK_FULL, ChildSpec, Flag, Shared, child_main
 from pipeline.exits import describe_exit
 from pipeline.quarantine import BREADCRUMB_BYTES, Breadcrumb, Quarantine, restore
 from pipeline.resume import journal_start
@@ -51,7 +51,7 @@ from pipeline.settings import RunSettings
 from store import jsonio
 from store.atomic import atomic_write, ensure_dir
 from store.config import Config
-from store.errors import StoreLocked
+from store.errors import StoreLocked, free_bytes
 from store.journal import FileJournal
 from store.layout import IndexLayout
 from store.writer import StoreWriter
@@ -328,7 +328,7 @@ class ProcessSupervisor:
             log.info("worker.started", worker=child.name, pid=message[1])
         elif kind == "stats":
             child.stats = message[1]
-        elif kind in ("crashed", "boot_failed"):
+        elif kind in ("crashed", "boot_failed", "disk_full"):
             child.last_error = message[1]
         elif kind == "stopped":
             child.state = "stopped"
@@ -349,6 +349,9 @@ class ProcessSupervisor:
                 child.state = "failed"
                 self._boot_failure = self._boot_failure or child
                 continue
+            if process.exitcode == EXIT_DISK_FULL:
+                self._out_of_room(child)
+                continue
             child.state = "crashed"
             how = _describe_exit(process.exitcode)
             log.error(
@@ -361,6 +364,23 @@ class ProcessSupervisor:
             )
             self._blame(child, how)
             self._schedule_restart(child.group)
+
+    def _out_of_room(self, child: _Child) -> None:
+        """The index's disk is full: no session is to blame and nothing is lost (the child's
+        work replays from its checkpoint). Restart it on the usual backoff, which tries again
+        every ``restart_max_s`` at most, so indexing resumes by itself once there is room."""
+        free = free_bytes(self.config.index_dir)
+        log.error(
+            "disk.full",
+            worker=child.name,
+            index_dir=str(self.config.index_dir),
+            free_bytes=free,
+            then="retrying with backoff until there is room",
+        )
+        self._schedule_restart(child.group)
+        for peer in self.children.values():
+            if peer.group == child.group:
+                peer.state = "disk_full"
 
     def _blame(self, child: _Child, how: str) -> None:
         """Count the death against the session the worker was on (pipeline.quarantine)."""

@@ -8,21 +8,30 @@
   + GenerationConflict   a manifest does not follow the current generation (or names missing
                          records): someone else published, or the caller skipped a step
   + NotAnIndex           refusing to wipe a folder that does not look like an index
+  + DiskFull             the index folder's file system has no room (also an OSError)
 """
 
 from __future__ import annotations
 
+import errno
+import os
+import shutil
 from pathlib import Path
 
 __all__ = [
     "CorruptRecord",
+    "DiskFull",
     "GenerationConflict",
     "NotAnIndex",
     "SchemaVersionError",
     "SnapshotMissing",
     "StoreError",
     "StoreLocked",
+    "free_bytes",
+    "is_disk_full",
 ]
+
+_FULL: frozenset[int] = frozenset({errno.ENOSPC, errno.EDQUOT})
 
 
 class StoreError(Exception):
@@ -78,3 +87,45 @@ class NotAnIndex(StoreError):
             "(no CURRENT, manifests/, records/ or journal/); refusing to delete anything in it"
         )
         self.index_dir = str(index_dir)
+
+
+class DiskFull(StoreError, OSError):
+    """No room left where the index is written. Nothing already published is lost: records
+    are written beside the generation readers use, and CURRENT moves only after them."""
+
+    def __init__(self, index_dir: Path | str) -> None:
+        self.index_dir = str(index_dir)
+        self.free = free_bytes(index_dir)
+        where = f"{self.free:,} bytes free" if self.free is not None else "free space unknown"
+        super().__init__(
+            errno.ENOSPC,
+            f"no space left for the index in {index_dir} ({where}); nothing was lost: the "
+            "last published generation still answers. Free some space and indexing resumes "
+            "(`pipeline run` by itself; `pipeline run --once` when run again)",
+        )
+
+    def __str__(self) -> str:
+        return str(self.strerror)
+
+
+def free_bytes(folder: Path | str) -> int | None:
+    """Bytes an unprivileged writer may still use on *folder*'s file system (its nearest
+    existing ancestor's), or None when it cannot be told."""
+    path = os.path.abspath(folder)
+    while not os.path.isdir(path) and os.path.dirname(path) != path:
+        path = os.path.dirname(path)
+    try:
+        return shutil.disk_usage(path).free
+    except OSError:
+        return None
+
+
+def is_disk_full(exc: BaseException | None) -> bool:
+    """True when *exc*, or an exception it was raised from, says the disk or quota is full."""
+    seen = 0
+    while exc is not None and seen < 16:
+        if isinstance(exc, OSError) and exc.errno in _FULL:
+            return True
+        exc = exc.__cause__ or exc.__context__
+        seen += 1
+    return False
