@@ -21,6 +21,7 @@ import os
 import queue
 import signal
 import sys
+import threading
 import time
 import traceback
 from collections.abc import Callable
@@ -125,8 +126,9 @@ class Shared:
     """The supervisor's shared objects a child uses (each created once by the supervisor)."""
 
     stop: Flag
-    heartbeat: _Value
+    heartbeat: _Value  # beaten by each pass of the loop: progress
     published: _Value
+    alive: _Value | None = None  # beaten by a thread of the child: the process runs
     results: Any = None  # the bounded index → publisher queue of the current group
     # one semaphore per index worker: the watcher releases them all after it journals,
     # a worker waits on its own instead of sleeping out its idle timer
@@ -160,6 +162,7 @@ def child_main(spec: ChildSpec, shared: Shared, conn: _Conn) -> None:
         conn.send(("boot_failed", traceback.format_exc()))
         sys.exit(EXIT_BOOT)
     conn.send(("ready", os.getpid()))
+    _beat_alive(shared, spec.settings.alive_every_s)
     try:
         _run(spec, shared, conn, role, stopping)
     except Stopping:
@@ -174,6 +177,21 @@ def child_main(spec: ChildSpec, shared: Shared, conn: _Conn) -> None:
         with contextlib.suppress(Exception):
             role.close()
     conn.send(("stopped", os.getpid()))
+
+
+def _beat_alive(shared: Shared, every_s: float) -> None:
+    """Beat ``shared.alive`` from a daemon thread until the process ends."""
+    alive = shared.alive
+    if alive is None:
+        return
+
+    def beat() -> None:
+        while True:
+            alive.value = time.time()
+            time.sleep(every_s)
+
+    alive.value = time.time()
+    threading.Thread(target=beat, name="alive", daemon=True).start()
 
 
 def _run(

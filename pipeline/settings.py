@@ -46,7 +46,13 @@ class RunSettings:
     restart_min_s: float = 0.5
     restart_max_s: float = 30.0
     healthy_after_s: float = 60.0
+    # A child's loop may legitimately spend minutes on one huge session, but its process
+    # beats every ``alive_every_s`` from a thread of its own whatever the loop does: silence
+    # past ``frozen_s`` means it is stopped or wedged in native code, and it is killed then,
+    # not at ``stall_s`` (which stays the bound on one pass of its loop).
     stall_s: float = 600.0
+    alive_every_s: float = 1.0
+    frozen_s: float = 20.0
     shutdown_s: float = 10.0  # per phase: the workers, then the publisher
     engine: EngineSettings = field(default_factory=EngineSettings)
 

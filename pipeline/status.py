@@ -118,6 +118,11 @@ def _alive(pid: object) -> bool:
     return True
 
 
+# A child's process beats every second (``RunSettings.alive_every_s``): silent for this long
+# when the supervisor last wrote its state, status does not call the child running.
+_SILENT_S = 5.0
+
+
 def collect_pipeline(config: Config, now_ns: int | None = None) -> dict[str, Any]:
     """The always-on pipeline's journal, positions, lag and processes (never writes)."""
     from pipeline.supervisor import read_run_state  # keeps `status` light when unused
@@ -143,12 +148,22 @@ def collect_pipeline(config: Config, now_ns: int | None = None) -> dict[str, Any
     workers = []
     for child in run.get("children", []):
         beat = child.get("heartbeatAt")
+        alive = child.get("aliveAt")
+        state = child.get("state") if running else "stopped"
+        written = run.get("updatedAt")
+        if (
+            state == "running"
+            and isinstance(alive, int | float)
+            and isinstance(written, int | float)
+            and (written - alive) / 1e3 > _SILENT_S
+        ):
+            state = "not responding"  # it beats every second: silent when the state was written
         workers.append(
             {
                 "name": child.get("name"),
                 "role": child.get("role"),
                 "pid": child.get("pid"),
-                "state": child.get("state") if running else "stopped",
+                "state": state,
                 "restarts": child.get("restarts", 0),
                 "heartbeatAgeSeconds": round(now_ns / 1e9 - beat / 1e3, 3)
                 if running and isinstance(beat, int | float)

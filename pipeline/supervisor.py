@@ -98,6 +98,7 @@ class _Child:
     worker_id: int
     heartbeat: Any
     breadcrumb: Breadcrumb | None = None
+    alive: Any = None
     process: Any = None
     conn: Any = None
     state: str = "starting"
@@ -160,7 +161,9 @@ class ProcessSupervisor:
             crumb = (
                 Breadcrumb(self.ctx.RawArray("c", BREADCRUMB_BYTES)) if role == "index" else None
             )
-            self.children[name] = _Child(name, role, group, worker_id, heartbeat, crumb)
+            self.children[name] = _Child(
+                name, role, group, worker_id, heartbeat, crumb, self.ctx.Value("d", 0.0, lock=False)
+            )
 
     # -- the run ---------------------------------------------------------------------------
 
@@ -276,8 +279,9 @@ class ProcessSupervisor:
             results=self.results if child.group == _INDEX else None,
             wakes=_wakes_of(child, self.wakes),
             breadcrumb=child.breadcrumb,
+            alive=child.alive,
         )
-        child.heartbeat.value = time.time()
+        child.heartbeat.value = child.alive.value = time.time()
         process = self.ctx.Process(
             target=self.target, args=(spec, shared, sender), name=child.name, daemon=False
         )
@@ -442,14 +446,16 @@ class ProcessSupervisor:
     def _check_stalls(self) -> None:
         now = time.time()
         for child in self.children.values():
-            if (
-                child.ready
-                and child.exitcode is None
-                and child.process is not None
-                and now - child.heartbeat.value > self.settings.stall_s
-            ):
+            if not (child.ready and child.exitcode is None and child.process is not None):
+                continue
+            silent = now - child.alive.value
+            stuck = now - child.heartbeat.value
+            if silent > self.settings.frozen_s or stuck > self.settings.stall_s:
                 log.error(
-                    "worker.stalled", worker=child.name, seconds=round(now - child.heartbeat.value)
+                    "worker.stalled",
+                    worker=child.name,
+                    seconds=round(max(silent, stuck)),
+                    cause="frozen" if silent > self.settings.frozen_s else "no progress",
                 )
                 child.process.kill()
 
@@ -525,6 +531,7 @@ class ProcessSupervisor:
                     "restarts": c.restarts,
                     "startedAt": c.started_ns // 1_000_000 if c.started_ns else None,
                     "heartbeatAt": int(c.heartbeat.value * 1000) if c.heartbeat.value else None,
+                    "aliveAt": int(c.alive.value * 1000) if c.alive.value else None,
                     "exitcode": c.exitcode,
                     "lastError": _last_line(c.last_error),
                     "stats": c.stats,
