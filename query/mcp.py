@@ -30,6 +30,8 @@ import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final
 
+import orjson
+
 from query.args import (
     EXPAND_MAX_CHARS,
     EXPAND_MAX_CONTEXT,
@@ -402,6 +404,8 @@ def call_tool(
     backend: Backend, name: str, arguments: Mapping[str, Any] | None, *, cwd: str
 ) -> tuple[dict[str, Any], bool]:
     """``(result object, is_error)`` for one tool call; never raises for bad input."""
+    if arguments is not None and set(arguments) == {_REFUSED}:
+        return _problem("invalid_argument", str(arguments[_REFUSED])), True
     tool = TOOLS.get(name)
     if tool is None:
         return _problem("unknown_tool", f"no tool {name!r}; tools: {', '.join(TOOLS)}"), True
@@ -485,11 +489,69 @@ def _version() -> str:
         return "0"
 
 
+# A ``tools/call`` whose arguments the SDK cannot take (nested deeper than its JSON reader
+# allows) comes to ``call_tool`` as these arguments, so it is answered instead of dropped.
+_REFUSED: Final = "__sessiondex_refused__"
+
+
+def guard_line(line: str) -> str:
+    """*line*, or, when the SDK would drop it without a reply, a request it answers.
+
+    The SDK's reader refuses a message nested 200+ levels deep and sends no reply at all, so
+    the client waits forever. Such a request still parses here (orjson reads 1024 levels): a
+    ``tools/call`` becomes a call with ``_REFUSED`` arguments, which ``call_tool`` answers
+    ``invalid_argument``; so does any other method (the SDK drops an unknown one unanswered),
+    whose client then gets that error result for its id.
+    """
+    import mcp_types as types
+
+    try:
+        types.jsonrpc_message_adapter.validate_json(line, by_name=False)
+        return line
+    except ValueError:
+        pass
+    try:
+        message = orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return line  # not JSON at all (or deeper still): the SDK reports it its own way
+    if not isinstance(message, dict) or "id" not in message or "method" not in message:
+        return line
+    params = message.get("params")
+    name = params.get("name") if isinstance(params, dict) else None
+    reason = (
+        f"the {message['method']!s:.40} request is nested too deeply to read (at most 200 levels)"
+    )
+    arguments = {"name": name if isinstance(name, str) else "", "arguments": {_REFUSED: reason}}
+    refused = {"jsonrpc": "2.0", "id": message["id"], "method": "tools/call", "params": arguments}
+    return orjson.dumps(refused).decode() + "\n"
+
+
+class _GuardedStdin:
+    """Standard input as the SDK's transport reads it (UTF-8 lines), through ``guard_line``."""
+
+    def __init__(self) -> None:
+        import io
+        import sys
+
+        import anyio
+
+        text = io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="replace")
+        self._lines = aiter(anyio.wrap_file(text))
+
+    def __aiter__(self) -> _GuardedStdin:
+        return self
+
+    async def __anext__(self) -> str:
+        line: str = await anext(self._lines)
+        return guard_line(line)
+
+
 async def serve_stdio(backend: Backend, cwd: str | None = None) -> None:
     from mcp.server.stdio import stdio_server
 
     server = build_server(backend, cwd=cwd)
-    async with stdio_server() as (read_stream, write_stream):
+    stdin: Any = _GuardedStdin()
+    async with stdio_server(stdin=stdin) as (read_stream, write_stream):
         await server.run(read_stream, write_stream, server.create_initialization_options())
 
 

@@ -34,9 +34,12 @@ def loads(data: bytes | str) -> Any:
     """The value of JSON *data*, including ``\\udcXX`` escapes that orjson refuses.
 
     Raises ``ValueError`` (``orjson.JSONDecodeError`` or ``json.JSONDecodeError``, both
-    subclasses) for anything that is not JSON.
+    subclasses) for anything that is not JSON, and for JSON nested too deeply to read.
     """
     try:
         return orjson.loads(data)
     except orjson.JSONDecodeError:
-        return json.loads(data)
+        try:
+            return json.loads(data)
+        except RecursionError:  # nested deeper than orjson's 1024 levels: hostile, not data
+            raise ValueError("JSON nested too deeply") from None

@@ -6,6 +6,7 @@ Before: a SIGSTOPped worker was killed only at ``stall_s`` (600 s): twelve appen
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -59,8 +60,6 @@ def test_a_stopped_worker_is_replaced_and_appends_are_indexed(tmp_path: Path) ->
         assert {e.get("cause") for e in stalls} == {"frozen"}, stalls
     finally:
         for pid in stopped:
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGCONT)
-            except ProcessLookupError:
-                pass
         assert live.stop() == 0

@@ -83,3 +83,85 @@ def test_mcp_says_invalid_argument(root: PiRoot) -> None:
     for result in run_client(root.config_path, body):
         assert result.is_error
         assert result.structured_content["error"]["code"] == "invalid_argument", result
+
+
+def _raw_mcp(root: PiRoot, lines: list[bytes]) -> list[dict[str, Any]]:
+    """Send *lines* to `query mcp` as a client would (after initialize) and read every reply."""
+    import orjson
+
+    hello = [
+        {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "0"}}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+    ]  # fmt: skip
+    wire = b"".join(orjson.dumps(m) + b"\n" for m in hello) + b"".join(lines)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "query", "mcp", "--config", str(root.config_path)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    assert proc.stdin is not None and proc.stdout is not None
+    replies: list[dict[str, Any]] = []
+    try:
+        proc.stdin.write(wire)
+        proc.stdin.flush()
+        # stdin stays open until every request is answered: EOF would end the server first.
+        while len(replies) < len(lines) + 1:  # initialize's reply, then one per line
+            line = proc.stdout.readline()
+            assert line, "the server ended before answering every request"
+            replies.append(orjson.loads(line))
+    finally:
+        proc.stdin.close()
+        proc.wait(60)
+        proc.stdout.close()
+    return replies
+
+
+@pytest.mark.parametrize("depth", [250, 1000])
+def test_mcp_answers_arguments_nested_too_deeply(root: PiRoot, depth: int) -> None:
+    deep = b"[" * depth + b"]" * depth
+    call = (
+        b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"memory_recall",'
+        b'"arguments":{"query":' + deep + b"}}}\n"
+    )
+    other = b'{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{"x":' + deep + b"}}\n"
+    fine = (
+        b'{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"memory_recall",'
+        b'"arguments":{"query":"plain","scope":"global"}}}\n'
+    )
+    replies = {r.get("id"): r for r in _raw_mcp(root, [call, other, fine])}
+    refused = replies[1]["result"]
+    assert refused["isError"] is True
+    assert refused["structuredContent"]["error"]["code"] == "invalid_argument"
+    assert "nested too deeply" in refused["structuredContent"]["error"]["message"]
+    assert replies[2]["result"]["isError"] is True  # answered, not dropped
+    assert replies[3]["result"]["structuredContent"]["total"] == 1  # still serving
+
+
+def test_a_frame_nested_100k_deep_gets_bad_request_and_the_server_lives(root: PiRoot) -> None:
+    import socket
+
+    from query.transport import read_frame, socket_address, socket_path
+
+    config = load_config_of(root)
+    server = Served(root.config_path)
+    try:
+        wait_for(lambda: ping(config) is not None or server.proc.poll() is not None)
+        body = b'{"op":"recall","cwd":"/w","args":{"query":' + b"[" * 100_000 + b"]" * 100_000
+        body += b"}}"
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+            with socket_address(socket_path(config.index_dir)) as address:
+                s.connect(address)
+            s.settimeout(60)
+            s.sendall(len(body).to_bytes(4, "big") + body)
+            answer = read_frame(s, 1 << 20)
+        assert answer["ok"] is False and answer["error"]["code"] == "bad_request", answer
+        assert ping(config) is not None
+    finally:
+        assert server.stop() == 0
+
+
+def load_config_of(root: PiRoot) -> Any:
+    from store.config import load_config
+
+    return load_config(root.config_path)
