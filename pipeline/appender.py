@@ -129,11 +129,12 @@ def hot_session(built: Built, data: bytes, *, keep_parsed: bool = False) -> HotS
     parsed = None
     if tail is None and keep_parsed and built.state.tier == HOT:
         parsed = parsed_state(built.session.agent, data, built.views)
+    # A pretty-printed object still open at the end is withheld like a partial line.
     return HotSession(
         state=built.state,
         hasher=hasher,
-        consumed=data.rfind(b"\n") + 1,
-        next_line=data.count(b"\n") + 1,
+        consumed=min(data.rfind(b"\n") + 1, built.consumed),
+        next_line=min(data.count(b"\n") + 1, built.next_line),
         tail=tail,
         rederive=parsed,
     )
@@ -367,6 +368,7 @@ def _read_tail(tail: Tail, parsed: ParseResult, path: str) -> SourceSession | No
         consumed=parsed.consumed,
         next_line=parsed.next_line,
         malformed_lines=parsed.malformed_lines,
+        repaired_lines=parsed.repaired_lines,
     )
     session = read_pi(with_header, path)
     if session.version < 2 or "missing_session_header" in session.reasons:

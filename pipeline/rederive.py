@@ -56,6 +56,7 @@ class Rederive:
 
     raws: list[RawRecord]
     malformed: list[int]
+    repaired: list[int]
     entries: dict[str, tuple[NormalizedEntry, ...]]
     two_views: bool
     bytes: int
@@ -79,6 +80,7 @@ def parsed_state(agent: str, data: bytes, views: Sequence[ViewInput]) -> Rederiv
     return Rederive(
         raws=list(parsed.records),
         malformed=list(parsed.malformed_lines),
+        repaired=list(parsed.repaired_lines),
         entries={b: v.normalized.entries for b, v in by_branch.items()},
         two_views=by_branch["all"].lineage.selected != by_branch["active"].lineage.selected,
         bytes=len(data),
@@ -97,7 +99,10 @@ def rederive(
     state is *state* (stamp and hash already moved); None when only a whole build is exact."""
     raws = rd.raws + list(parsed.records)
     malformed = rd.malformed + list(parsed.malformed_lines)
-    whole = ParseResult(tuple(raws), parsed.consumed, parsed.next_line, tuple(malformed))
+    repaired = rd.repaired + list(parsed.repaired_lines)
+    whole = ParseResult(
+        tuple(raws), parsed.consumed, parsed.next_line, tuple(malformed), tuple(repaired)
+    )
     session = _READERS[state.agent](whole, state.path)
     if (session.session_id, session.cwd, session.parent_session, session.sidechain) != (
         state.session_id,
@@ -151,6 +156,7 @@ def rederive(
         rederive=Rederive(
             raws=raws,
             malformed=malformed,
+            repaired=repaired,
             entries={b: full[b].entries for b in BRANCH_MODES},
             two_views=rd.two_views,
             bytes=rd.bytes + new_bytes,

@@ -30,7 +30,7 @@ from stages.digest import (
 from stages.lineage import lineage
 from stages.normalize import normalize
 from stages.policy import Policy
-from stages.read import read_session
+from stages.read import read_parsed
 from stages.source import SourceSession
 from stages.tier import HOT
 from store.files import open_quietly
@@ -139,6 +139,9 @@ class Built:
     session: SourceSession
     views: tuple[ViewInput, ...]
     record: HotShard | ColdDigest
+    # where the parse stopped (stages.parse: a partial line or an unfinished object waits)
+    consumed: int = 1 << 62
+    next_line: int = 1 << 62
 
 
 def _index(job: Job, data: bytes, stamp: Stamp, writer: StoreWriter) -> JobResult:
@@ -151,7 +154,7 @@ def build_session(job: Job, data: bytes, stamp: Stamp, writer: StoreWriter) -> B
     """Run every stage over *data* (the file's bytes, described by *stamp*) and store the
     records with *writer*. Raises whatever a stage raises."""
     source_hash = blake3.blake3(data).hexdigest()
-    session = read_session(data, job.path, job.agent)
+    session, parsed = read_parsed(data, job.path, job.agent)
     active, every = lineage(session, "active"), lineage(session, "all")
     normalized = normalize(session, active, job.policy)
     # Normalizing reads the lineage only through the records it selects: without branches
@@ -196,4 +199,4 @@ def build_session(job: Job, data: bytes, stamp: Stamp, writer: StoreWriter) -> B
         views=summarize(fold, views, record),
         sidechain=session.sidechain,
     )
-    return Built(state, session, tuple(views), record)
+    return Built(state, session, tuple(views), record, parsed.consumed, parsed.next_line)

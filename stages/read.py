@@ -10,7 +10,7 @@ from stages.parse import parse
 from stages.source import ParseResult, SourceSession
 from store.sources import is_object_rollout
 
-__all__ = ["AGENTS", "read_session"]
+__all__ = ["AGENTS", "read_parsed", "read_session"]
 
 Reader = Callable[[ParseResult, str], SourceSession]
 
@@ -28,6 +28,11 @@ def read_session(data: bytes, path: str, agent: str) -> SourceSession:
 
     Raises ``BadInput`` for an agent we have no adapter for; odd content never raises.
     """
+    return read_parsed(data, path, agent)[0]
+
+
+def read_parsed(data: bytes, path: str, agent: str) -> tuple[SourceSession, ParseResult]:
+    """``read_session`` and the parse it read (``consumed``: where the next append starts)."""
     try:
         module, name = _ADAPTERS[agent]
     except KeyError:
@@ -36,5 +41,7 @@ def read_session(data: bytes, path: str, agent: str) -> SourceSession:
     if is_object_rollout(agent, path):
         from stages.codex.rollout_object import parse_object
 
-        return reader(parse_object(data), path)  # era A: one JSON object, not lines
-    return reader(parse(data), path)
+        parsed = parse_object(data)  # era A: one JSON object, not lines
+    else:
+        parsed = parse(data)
+    return reader(parsed, path), parsed

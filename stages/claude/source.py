@@ -17,7 +17,8 @@ would make the walk from the last entry drop real conversation. The raw fields s
    formats note says "treat as a root"; we bridge instead, because Claude Code itself loses the
    earlier conversation at such a break and recall should not (the trimmed real sample keeps
    none of its four entries on the active path without it; #58554 reports 90–99% of a session
-   unreachable). ``extra["bridged_parents"]`` counts the bridges.
+   unreachable). ``extra["bridged_parents"]`` counts the bridges and the session says
+   ``bridged_parent``: the same policy ``stages.lineage`` applies to the other agents.
 3. **Progress lines** (§2.8 "exclude progress from threading"): a record whose parent is a
    ``progress`` line takes that line's parent instead (repeatedly). Progress lines keep their own
    parent and ``leaf_candidate=False``, so they are side leaves: never on the active path, still in
@@ -49,7 +50,7 @@ from collections.abc import Sequence
 from pathlib import PurePath
 from typing import Any
 
-from stages.source import ParseResult, RawRecord, SourceRecord, SourceSession
+from stages.source import ParseResult, RawRecord, SourceRecord, SourceSession, parse_reasons
 
 __all__ = ["AGENT", "LEAF_TYPES", "read_claude"]
 
@@ -60,9 +61,7 @@ _PROGRESS = "progress"
 
 def read_claude(parsed: ParseResult, path: str) -> SourceSession:
     """Read a parsed Claude Code transcript. Never raises on odd content."""
-    reasons: set[str] = set()
-    if parsed.malformed_lines:
-        reasons.add("malformed_line")
+    reasons = parse_reasons(parsed)
     raws = parsed.records
     pure = PurePath(path)
     subagent_file = pure.parent.name == "subagents" or pure.name.startswith("agent-")
@@ -81,6 +80,8 @@ def read_claude(parsed: ParseResult, path: str) -> SourceSession:
 
     sidechain = [(not subagent_file) and r.value.get("isSidechain") is True for r in raws]
     parents, bridged = _thread(raws, sidechain)
+    if bridged:
+        reasons.add("bridged_parent")
     records = tuple(_record(i, raw, parents[i], sidechain[i]) for i, raw in enumerate(raws))
     extra: dict[str, Any] = {"bridged_parents": bridged}
     version = _first_str(raws, "version")

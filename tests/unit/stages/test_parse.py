@@ -103,23 +103,25 @@ def test_garbage_before_an_object_loses_the_whole_line() -> None:
     assert result.malformed_lines == (1,)
 
 
-def test_invalid_utf8_is_malformed() -> None:
+def test_invalid_utf8_inside_an_object_is_repaired_to_replacement_characters() -> None:
     result = parse(b'{"a":"\xff\xfe"}\n\xc3\x28\n{"ok":true}\n')
-    assert [r.value for r in result.records] == [{"ok": True}]
-    assert result.malformed_lines == (1, 2)
+    assert [r.value for r in result.records] == [{"a": "\ufffd\ufffd"}, {"ok": True}]
+    assert result.repaired_lines == (1,)
+    assert result.malformed_lines == (2,)
 
 
-def test_invalid_utf8_in_a_later_concatenated_object_keeps_the_earlier_ones() -> None:
+def test_invalid_utf8_in_a_later_concatenated_object_is_repaired_with_the_line() -> None:
     result = parse(b'{"a":"\xc3\xa9"}{"b":"\xff"}\n')
-    assert [r.value for r in result.records] == [{"a": "é"}]
-    assert result.malformed_lines == (1,)
+    assert [r.value for r in result.records] == [{"a": "é"}, {"b": "\ufffd"}]
+    assert (result.repaired_lines, result.malformed_lines) == ((1,), ())
 
 
-def test_json_that_only_the_standard_library_accepts_is_malformed_on_either_path() -> None:
-    # NaN and lone surrogates: orjson rejects them, and the concatenated-object path must too.
+def test_nan_is_malformed_on_either_path_and_a_lone_surrogate_is_repaired() -> None:
+    # NaN is not JSON: neither the concatenated path nor the repair accepts it.
     result = parse(b'{"a":NaN}\n{"a":1}{"b":NaN}\n{"s":"\\ud800"}\n')
-    assert [r.value for r in result.records] == [{"a": 1}]
-    assert result.malformed_lines == (1, 2, 3)
+    assert [r.value for r in result.records] == [{"a": 1}, {"s": "\ufffd"}]
+    assert result.malformed_lines == (1, 2)
+    assert result.repaired_lines == (3,)
 
 
 def test_numbers_decode_the_same_on_the_fast_and_the_concatenated_path() -> None:
