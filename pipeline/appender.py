@@ -128,7 +128,7 @@ def hot_session(built: Built, data: bytes, *, keep_parsed: bool = False) -> HotS
     tail = _tail(built)
     parsed = None
     if tail is None and keep_parsed and built.state.tier == HOT:
-        parsed = parsed_state(built.session.agent, data, built.views)
+        parsed = parsed_state(built.session.agent, data, built.views, built.meta)
     # A pretty-printed object still open at the end is withheld like a partial line.
     return HotSession(
         state=built.state,

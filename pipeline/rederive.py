@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from stages.claude.source import read_claude
 from stages.codex.source import read_codex
@@ -61,6 +62,7 @@ class Rederive:
     two_views: bool
     bytes: int
     memo: EntryMemo = field(default_factory=EntryMemo)
+    meta: dict[str, Any] | None = None  # a Claude subagent's sidecar, read at the whole build
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,7 +73,9 @@ class Rederived:
     rederive: Rederive
 
 
-def parsed_state(agent: str, data: bytes, views: Sequence[ViewInput]) -> Rederive | None:
+def parsed_state(
+    agent: str, data: bytes, views: Sequence[ViewInput], meta: dict[str, Any] | None = None
+) -> Rederive | None:
     """What ``rederive`` needs of a session just built whole from *data*."""
     if agent not in _READERS:
         return None
@@ -84,6 +88,7 @@ def parsed_state(agent: str, data: bytes, views: Sequence[ViewInput]) -> Rederiv
         entries={b: v.normalized.entries for b, v in by_branch.items()},
         two_views=by_branch["all"].lineage.selected != by_branch["active"].lineage.selected,
         bytes=len(data),
+        meta=meta,
     )
 
 
@@ -103,7 +108,10 @@ def rederive(
     whole = ParseResult(
         tuple(raws), parsed.consumed, parsed.next_line, tuple(malformed), tuple(repaired)
     )
-    session = _READERS[state.agent](whole, state.path)
+    if rd.meta is not None and state.agent == "claude":
+        session = read_claude(whole, state.path, rd.meta)
+    else:
+        session = _READERS[state.agent](whole, state.path)
     if (session.session_id, session.cwd, session.parent_session, session.sidechain) != (
         state.session_id,
         state.cwd,
@@ -161,6 +169,7 @@ def rederive(
             two_views=rd.two_views,
             bytes=rd.bytes + new_bytes,
             memo=rd.memo,
+            meta=rd.meta,
         ),
     )
 

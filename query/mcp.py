@@ -117,6 +117,12 @@ RECALL_SCHEMA: Final[dict[str, Any]] = {
         "scope": _SCOPE,
         "branches": _BRANCHES,
         "role": {"type": "string", "enum": list(ROLES), "description": "Exact entry role."},
+        "sidechain": {
+            "type": ["boolean", "string"],
+            "enum": [True, False, "any"],
+            "description": "`true` only subagents' entries (Claude sidechains, subagent files, "
+            "Codex subagent rollouts), `false` only the session's own, `any` (default) both.",
+        },
         "tool": {"type": "string", "description": "Exact tool name, e.g. `bash` or `Bash`."},
         "ref": {
             "type": "string",

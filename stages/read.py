@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
+from typing import Any
 
 from stages.errors import BadInput
 from stages.parse import parse
@@ -31,8 +32,11 @@ def read_session(data: bytes, path: str, agent: str) -> SourceSession:
     return read_parsed(data, path, agent)[0]
 
 
-def read_parsed(data: bytes, path: str, agent: str) -> tuple[SourceSession, ParseResult]:
-    """``read_session`` and the parse it read (``consumed``: where the next append starts)."""
+def read_parsed(
+    data: bytes, path: str, agent: str, meta: dict[str, Any] | None = None
+) -> tuple[SourceSession, ParseResult]:
+    """``read_session`` and the parse it read (``consumed``: where the next append starts).
+    *meta* is a Claude subagent transcript's sidecar (``stages.claude.source.read_claude``)."""
     try:
         module, name = _ADAPTERS[agent]
     except KeyError:
@@ -44,4 +48,6 @@ def read_parsed(data: bytes, path: str, agent: str) -> tuple[SourceSession, Pars
         parsed = parse_object(data)  # era A: one JSON object, not lines
     else:
         parsed = parse(data)
+    if meta is not None and agent == "claude":
+        return getattr(importlib.import_module(module), name)(parsed, path, meta), parsed
     return reader(parsed, path), parsed

@@ -144,6 +144,8 @@ def read_codex(parsed: ParseResult, path: str) -> SourceSession:
     ):
         if found is not None:
             extra[key] = found
+    if is_subagent:
+        extra["agent_id"] = own_id  # the subagent's own thread, as its parent names it
     if copies:
         extra["forked_copies"] = len(copies)
     if rolled_back:
