@@ -439,3 +439,22 @@ def test_real_header_only_file_has_no_path() -> None:
         "kir-gadjello__pi-session-manager__.pi__messenger__crew__artifacts__873fc059_crew-planner_0.jsonl"
     )
     assert lineage(session, "active").path_ids == ()
+
+
+PINION = "pinion05__agent-complex-task__sessions__04-awesome-agent-ide__session.jsonl"
+
+
+@pytest.mark.real
+def test_real_pi_file_with_its_bad_line_lost_keeps_the_conversation_above_it() -> None:
+    # Reproduce the cut: line 44 damaged beyond repair (cut mid-object). Before bridging, the
+    # active path was lines 45-160 alone (116 records); bridged, it is every other record.
+    if not REAL.is_dir():
+        pytest.skip(f"real Pi fixtures not found at {REAL} (../shared is absent)")
+    lines = (REAL / PINION).read_bytes().split(b"\n")
+    lines[43] = lines[43][:200]
+    session = read_pi(parse(b"\n".join(lines)), PINION)
+    assert session.reasons == ("malformed_line",)
+    result = lineage(session, "active")
+    assert result.reasons == ("bridged_parent",)
+    assert len(result.selected) == len(session.records) == 158
+    assert result.path_ids[0] == "1ab51a1c"
