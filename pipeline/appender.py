@@ -31,6 +31,7 @@ from typing import Any
 import blake3
 
 from pipeline.deltas import Delta
+from pipeline.discovery import subagent_meta
 from pipeline.rederive import CUT, Rederive, carry_cut, parsed_state, rederive
 from pipeline.session_job import Built
 from stages.digest import RECORD_REASONS, SessionFold, ViewInput, build_entries, build_shard
@@ -253,6 +254,8 @@ def extend(
         return _extend_tail(hot.tail, parsed, moved, policy, hasher, consumed)
     if hot.rederive is None:
         return None
+    if hot.rederive.meta is None and subagent_meta(state.path, state.agent) is not None:
+        return None  # a subagent's sidecar appeared after the build: only a whole build reads it
     again = rederive(hot.rederive, parsed, moved, policy, new_bytes=end - state.size)
     if again is None:
         return None

@@ -7,6 +7,8 @@ Each agent has its own normalizer (``stages.pi.normalize``, ``stages.claude.norm
 holds for every agent: ``index`` is dense 0..n-1 in output order, and two entries sharing a
 non-null ``entry_id`` or ``operation_address`` mark coverage incomplete
 (``duplicate_entry_id`` / ``duplicate_operation_address``).
+A subagent's entries (``sidechain``) are given the subagent's ``agent_id`` and the parent's
+spawning ``parent_call_id`` here, from typed fields, so every agent's subagents read alike.
 
 Entries carry their *complete* text with ``truncated=False``; the digest stage cuts display
 text to ``maxEntryChars`` with ``cut_text``. The result's reasons are this stage's own: the

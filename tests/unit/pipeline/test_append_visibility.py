@@ -13,7 +13,7 @@ from stages.lineage import lineage
 from stages.read import read_session
 from store.records import NormalizedEntry
 from tests.helpers import assistant, claude_line, header, iso, jsonl, user
-from tests.unit.pipeline.test_append import Grower
+from tests.unit.pipeline.test_append import POLICY, Grower
 
 CLAUDE_SID = "c0ffee00-0000-4000-8000-000000000001"
 
@@ -211,3 +211,23 @@ def test_a_file_of_only_a_bad_line_stays_honest(agent: str) -> None:
     session = read_session(b'{"a": [1, 2\n', f"/s/{agent}/x.jsonl", agent)
     assert "malformed_line" in session.reasons
     assert session.records == ()
+
+
+def test_a_meta_sidecar_written_after_the_first_build_is_read_by_the_next_append(
+    tmp_path: Path,
+) -> None:
+    from pipeline.appender import extend
+
+    ms = 1_700_000_000_000
+    folder = tmp_path / CLAUDE_SID / "subagents"
+    folder.mkdir(parents=True)
+    path = folder / "agent-late.jsonl"
+    first = jsonl([said("u1", None, ms, "find it", side=True)])
+    data = first + jsonl([said("a1", "u1", ms + 1, "found", side=True)])
+    grower = Grower(tmp_path / "index", str(path), "claude")
+    hot = grower.hot(first)
+    assert hot.rederive is not None and hot.rederive.meta is None
+    (folder / "agent-late.meta.json").write_bytes(orjson.dumps({"toolUseId": "toolu_late"}))
+    stamp = (1, 2, len(data), 10, 20)
+    assert extend(hot, data[hot.consumed :], stamp, POLICY, expected_hash=None) is None
+    assert {e.parent_call_id for e in active_entries(grower, data)} == {"toolu_late"}

@@ -369,7 +369,7 @@ def test_random_parent_graphs_follow_the_reference_walk(
     last = {r.id: r.position for r in records if r.id is not None and not r.sidechain}
     side = {r.id: r for r in records if r.id is not None and r.sidechain}
     side_kept = sorted(
-        (r.position, r.id) for i, r in side.items() if r.leaf_candidate and i not in last
+        (r.position, i) for i, r in side.items() if r.leaf_candidate and i not in last
     )
     assert result.selected == tuple(sorted([*(last[i] for i in path), *(p for p, _ in side_kept)]))
     assert len(set(path)) == len(path)
