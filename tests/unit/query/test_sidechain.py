@@ -138,3 +138,12 @@ def test_the_cli_takes_sidechain_true_false_and_any(
     assert found["false"] == ["please chase the zebrafish import"]
     assert found["true"] == ["file zebrafish search", "inline zebrafish search"]
     assert sorted(found["any"]) == sorted(found["true"] + found["false"])
+
+
+def test_the_default_session_scope_holds_the_sessions_subagent_files(claude: Kit) -> None:
+    page = claude.recall(query="zebrafish", role="user")  # scope: the newest session of the cwd
+    assert texts(page) == [
+        "file zebrafish search",
+        "inline zebrafish search",
+        "please chase the zebrafish import",
+    ]
