@@ -67,8 +67,8 @@ _CWD = {
 _BRANCHES = {
     "type": "string",
     "enum": list(BRANCH_MODES),
-    "description": "`active` (default): only each session's active branch. `all`: every "
-    "branch, including abandoned ones.",
+    "description": "`active` (default): each session's active branch and its subagents' "
+    "work. `all`: also the branches it abandoned.",
 }
 _AGENT = {
     "type": "string",
