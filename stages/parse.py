@@ -213,8 +213,10 @@ class _Stream:
         self.char += len(self.data[self.byte : at].decode("utf-8", "surrogateescape"))
         self.byte = at
         text, begin = self.text, self.char
+        bom = 1 if at == 0 and text.startswith("\ufeff") else 0
+        start = _skip_space(text, begin + bom)
         try:
-            _, end = _BOUNDARIES.raw_decode(text, _skip_space(text, begin))
+            _, end = _BOUNDARIES.raw_decode(text, start)
         except json.JSONDecodeError as e:
             if e.pos >= self.last:
                 raise _Unfinished from None
@@ -226,7 +228,7 @@ class _Stream:
         if text[end:stop].strip(_JSON_SPACE_STR):
             return None  # something else shares the closing line: not a stream of objects
         try:
-            value = orjson.loads(text[begin:stop].encode("utf-8", "surrogateescape"))
+            value = orjson.loads(text[start:stop].encode("utf-8", "surrogateescape"))
         except orjson.JSONDecodeError:
             return None
         if type(value) is not dict:

@@ -281,3 +281,8 @@ def test_a_line_holding_only_a_brace_that_never_closes_validly_is_malformed() ->
     result = parse(b'{\n"a": 1,\n{"b": 2}\n')
     assert [r.value for r in result.records] == [{"b": 2}]
     assert result.malformed_lines == (1, 2)
+
+
+def test_a_pretty_printed_file_may_open_with_a_byte_order_mark() -> None:
+    data = b"\xef\xbb\xbf" + orjson.dumps({"a": 1}, option=orjson.OPT_INDENT_2) + b"\n"
+    assert values(parse(data)) == [(1, 0, {"a": 1})]
