@@ -31,6 +31,7 @@ from typing import Any
 import blake3
 
 from pipeline.deltas import Delta
+from pipeline.discovery import subagent_meta
 from pipeline.rederive import CUT, Rederive, carry_cut, parsed_state, rederive
 from pipeline.session_job import Built
 from stages.digest import RECORD_REASONS, SessionFold, ViewInput, build_entries, build_shard
@@ -128,12 +129,13 @@ def hot_session(built: Built, data: bytes, *, keep_parsed: bool = False) -> HotS
     tail = _tail(built)
     parsed = None
     if tail is None and keep_parsed and built.state.tier == HOT:
-        parsed = parsed_state(built.session.agent, data, built.views)
+        parsed = parsed_state(built.session.agent, data, built.views, built.meta)
+    # A pretty-printed object still open at the end is withheld like a partial line.
     return HotSession(
         state=built.state,
         hasher=hasher,
-        consumed=data.rfind(b"\n") + 1,
-        next_line=data.count(b"\n") + 1,
+        consumed=min(data.rfind(b"\n") + 1, built.consumed),
+        next_line=min(data.count(b"\n") + 1, built.next_line),
         tail=tail,
         rederive=parsed,
     )
@@ -252,6 +254,8 @@ def extend(
         return _extend_tail(hot.tail, parsed, moved, policy, hasher, consumed)
     if hot.rederive is None:
         return None
+    if hot.rederive.meta is None and subagent_meta(state.path, state.agent) is not None:
+        return None  # a subagent's sidecar appeared after the build: only a whole build reads it
     again = rederive(hot.rederive, parsed, moved, policy, new_bytes=end - state.size)
     if again is None:
         return None
@@ -367,6 +371,7 @@ def _read_tail(tail: Tail, parsed: ParseResult, path: str) -> SourceSession | No
         consumed=parsed.consumed,
         next_line=parsed.next_line,
         malformed_lines=parsed.malformed_lines,
+        repaired_lines=parsed.repaired_lines,
     )
     session = read_pi(with_header, path)
     if session.version < 2 or "missing_session_header" in session.reasons:

@@ -11,12 +11,25 @@ import os
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from store.sources import is_session_name
+import orjson
 
-__all__ = ["SOURCE_UNREADABLE", "Candidate", "Stamp", "discover", "stamp_of", "under"]
+from store.files import open_quietly
+from store.sources import is_session_name, subagent_meta_path
+
+__all__ = [
+    "SOURCE_UNREADABLE",
+    "Candidate",
+    "Stamp",
+    "discover",
+    "stamp_of",
+    "subagent_meta",
+    "under",
+]
 
 SOURCE_UNREADABLE = "source_unreadable"
+_META_MAX_BYTES = 65_536
 
 Stamp = tuple[int, int, int, int, int]
 
@@ -89,3 +102,29 @@ def under(folders: Iterable[str], path: str) -> bool:
     """True when *path* lies inside one of *folders*: its state cannot be known while the
     folder cannot be listed, so what the index holds of it is kept, not dropped as deleted."""
     return any(path.startswith(folder.rstrip("/") + "/") for folder in folders)
+
+
+def subagent_meta(path: str, agent: str) -> dict[str, Any] | None:
+    """A Claude Code subagent transcript's ``.meta.json`` sidecar as an object, or None when
+    the file has none (or it is unreadable, too large or not a JSON object: it only adds
+    the spawning tool call's id to the subagent's entries, never hides them)."""
+    where = subagent_meta_path(agent, path)
+    if where is None:
+        return None
+    try:
+        fd = open_quietly(where, getattr(os, "O_NOFOLLOW", 0))
+    except OSError:
+        return None
+    try:
+        data = os.read(fd, _META_MAX_BYTES + 1)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    if len(data) > _META_MAX_BYTES:
+        return None
+    try:
+        value = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return None
+    return value if isinstance(value, dict) else None

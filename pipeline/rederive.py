@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from stages.claude.source import read_claude
 from stages.codex.source import read_codex
@@ -56,10 +57,12 @@ class Rederive:
 
     raws: list[RawRecord]
     malformed: list[int]
+    repaired: list[int]
     entries: dict[str, tuple[NormalizedEntry, ...]]
     two_views: bool
     bytes: int
     memo: EntryMemo = field(default_factory=EntryMemo)
+    meta: dict[str, Any] | None = None  # a Claude subagent's sidecar, read at the whole build
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,7 +73,9 @@ class Rederived:
     rederive: Rederive
 
 
-def parsed_state(agent: str, data: bytes, views: Sequence[ViewInput]) -> Rederive | None:
+def parsed_state(
+    agent: str, data: bytes, views: Sequence[ViewInput], meta: dict[str, Any] | None = None
+) -> Rederive | None:
     """What ``rederive`` needs of a session just built whole from *data*."""
     if agent not in _READERS:
         return None
@@ -79,9 +84,11 @@ def parsed_state(agent: str, data: bytes, views: Sequence[ViewInput]) -> Rederiv
     return Rederive(
         raws=list(parsed.records),
         malformed=list(parsed.malformed_lines),
+        repaired=list(parsed.repaired_lines),
         entries={b: v.normalized.entries for b, v in by_branch.items()},
         two_views=by_branch["all"].lineage.selected != by_branch["active"].lineage.selected,
         bytes=len(data),
+        meta=meta,
     )
 
 
@@ -97,8 +104,14 @@ def rederive(
     state is *state* (stamp and hash already moved); None when only a whole build is exact."""
     raws = rd.raws + list(parsed.records)
     malformed = rd.malformed + list(parsed.malformed_lines)
-    whole = ParseResult(tuple(raws), parsed.consumed, parsed.next_line, tuple(malformed))
-    session = _READERS[state.agent](whole, state.path)
+    repaired = rd.repaired + list(parsed.repaired_lines)
+    whole = ParseResult(
+        tuple(raws), parsed.consumed, parsed.next_line, tuple(malformed), tuple(repaired)
+    )
+    if rd.meta is not None and state.agent == "claude":
+        session = read_claude(whole, state.path, rd.meta)
+    else:
+        session = _READERS[state.agent](whole, state.path)
     if (session.session_id, session.cwd, session.parent_session, session.sidechain) != (
         state.session_id,
         state.cwd,
@@ -151,10 +164,12 @@ def rederive(
         rederive=Rederive(
             raws=raws,
             malformed=malformed,
+            repaired=repaired,
             entries={b: full[b].entries for b in BRANCH_MODES},
             two_views=rd.two_views,
             bytes=rd.bytes + new_bytes,
             memo=rd.memo,
+            meta=rd.meta,
         ),
     )
 

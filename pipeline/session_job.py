@@ -15,11 +15,11 @@ import traceback
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 import blake3
 
-from pipeline.discovery import Stamp, stamp_of
+from pipeline.discovery import Stamp, stamp_of, subagent_meta
 from stages.digest import (
     SessionFold,
     ViewInput,
@@ -31,7 +31,7 @@ from stages.digest import (
 from stages.lineage import lineage
 from stages.normalize import normalize
 from stages.policy import Policy
-from stages.read import read_session
+from stages.read import read_parsed
 from stages.source import SourceSession
 from stages.tier import HOT
 from store.errors import is_disk_full
@@ -146,6 +146,10 @@ class Built:
     session: SourceSession
     views: tuple[ViewInput, ...]
     record: HotShard | ColdDigest
+    # where the parse stopped (stages.parse: a partial line or an unfinished object waits)
+    consumed: int = 1 << 62
+    next_line: int = 1 << 62
+    meta: dict[str, Any] | None = None  # a Claude subagent transcript's sidecar
 
 
 def _index(job: Job, data: bytes, stamp: Stamp, writer: StoreWriter) -> JobResult:
@@ -158,7 +162,8 @@ def build_session(job: Job, data: bytes, stamp: Stamp, writer: StoreWriter) -> B
     """Run every stage over *data* (the file's bytes, described by *stamp*) and store the
     records with *writer*. Raises whatever a stage raises."""
     source_hash = blake3.blake3(data).hexdigest()
-    session = read_session(data, job.path, job.agent)
+    meta = subagent_meta(job.path, job.agent)
+    session, parsed = read_parsed(data, job.path, job.agent, meta)
     active, every = lineage(session, "active"), lineage(session, "all")
     normalized = normalize(session, active, job.policy)
     # Normalizing reads the lineage only through the records it selects: without branches
@@ -203,4 +208,4 @@ def build_session(job: Job, data: bytes, stamp: Stamp, writer: StoreWriter) -> B
         views=summarize(fold, views, record),
         sidechain=session.sidechain,
     )
-    return Built(state, session, tuple(views), record)
+    return Built(state, session, tuple(views), record, parsed.consumed, parsed.next_line, meta)

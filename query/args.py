@@ -105,6 +105,7 @@ _RECALL_KEYS: Final = frozenset(
         "action",
         "outcome",
         "agent",
+        "sidechain",
         "since",
         "until",
         "entryRange",
@@ -279,12 +280,15 @@ class Filters:
     outcome: str | None = None
     since: int | None = None
     until: int | None = None
+    # True: only subagents' entries; False: only the session's own; None ("any"): both
+    sidechain: bool | None = None
 
     @property
     def any(self) -> bool:
         return any(
             v is not None
             for v in (
+                self.sidechain,
                 self.role,
                 self.tool,
                 self.ref,
@@ -319,6 +323,8 @@ class Filters:
         return tuple(out)
 
     def matches(self, e: NormalizedEntry) -> bool:
+        if self.sidechain is not None and e.sidechain != self.sidechain:
+            return False
         if self.role is not None and e.role != self.role:
             return False
         if self.tool is not None and e.tool != self.tool:
@@ -351,6 +357,8 @@ class Filters:
         ):
             if value is not None:
                 out[key] = value
+        if self.sidechain is not None:
+            out["sidechain"] = self.sidechain
         return out
 
 
@@ -366,7 +374,18 @@ def _filters(action: str, args: Mapping[str, Any]) -> Filters:
         outcome=outcome,
         since=_epoch_ms(action, args, "since"),
         until=_epoch_ms(action, args, "until"),
+        sidechain=_sidechain(action, args.get("sidechain")),
     )
+
+
+def _sidechain(action: str, value: Any) -> bool | None:
+    """``sidechain``: true (subagents' entries only), false (the session's own), or "any"
+    (the default: both)."""
+    if value is None or value == "any":
+        return None
+    if isinstance(value, bool):
+        return value
+    raise InvalidArgument(f'{action} sidechain must be true, false or "any" (got {value!r})')
 
 
 # ------------------------------------------------------------------------------------ scope

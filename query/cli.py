@@ -87,6 +87,11 @@ def _parser() -> argparse.ArgumentParser:
     rc.add_argument("--mode", choices=QUERY_MODES, help="literal (default), phrase or regex")
     rc.add_argument("--match", choices=QUERY_MATCHES, help="literal terms: any (default) or all")
     rc.add_argument("--role", choices=ROLES)
+    rc.add_argument(
+        "--sidechain",
+        choices=("true", "false", "any"),
+        help="true: only subagents' entries; false: only the session's own; any (default)",
+    )
     rc.add_argument("--tool")
     rc.add_argument("--ref", help="exact capability ref, e.g. pi.bash")
     rc.add_argument("--provider")
@@ -178,6 +183,8 @@ def _recall_args(ns: argparse.Namespace) -> dict[str, Any]:
     _put(args, "scope", ns.scope)
     for key in ("role", "tool", "ref", "provider", "action", "outcome", "agent", "branches"):
         _put(args, key, getattr(ns, key))
+    if ns.sidechain is not None:
+        args["sidechain"] = {"true": True, "false": False}.get(ns.sidechain, "any")
     try:
         if ns.since is not None:
             args["since"] = parse_time(ns.since)

@@ -23,6 +23,7 @@ from typing import Any
 from query.args import RESPONSE_MAX_CHARS, ExpandRequest
 from query.freshness import Freshness
 from query.generation import Generation, RecordUnavailable
+from query.present import SUBAGENT_KEYS, subagent_fields
 from query.recall import stale_pointer
 from query.scope import resolve_target
 from query.u16 import (
@@ -113,6 +114,7 @@ def _record(
         "timestamp": e.timestamp,
         "isError": e.is_error,
     }
+    out.update(subagent_fields(e))
     if anchor is not None:
         out["anchor"] = e.index == anchor
     out["text"] = chunk
@@ -428,6 +430,7 @@ def _shrink_one(
             k: record[k]
             for k in ("index", "entryId", "parentId", "type", "role", "timestamp", "isError")
         }
+        slim.update((k, record[k]) for k in SUBAGENT_KEYS if k in record)
         if "anchor" in record:
             slim["anchor"] = record["anchor"]
         slim["text"] = minimal

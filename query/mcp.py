@@ -69,8 +69,8 @@ _CWD = {
 _BRANCHES = {
     "type": "string",
     "enum": list(BRANCH_MODES),
-    "description": "`active` (default): only each session's active branch. `all`: every "
-    "branch, including abandoned ones.",
+    "description": "`active` (default): each session's active branch and its subagents' "
+    "work. `all`: also the branches it abandoned.",
 }
 _AGENT = {
     "type": "string",
@@ -119,6 +119,12 @@ RECALL_SCHEMA: Final[dict[str, Any]] = {
         "scope": _SCOPE,
         "branches": _BRANCHES,
         "role": {"type": "string", "enum": list(ROLES), "description": "Exact entry role."},
+        "sidechain": {
+            "type": ["boolean", "string"],
+            "enum": [True, False, "any"],
+            "description": "`true` only subagents' entries (Claude sidechains, subagent files, "
+            "Codex subagent rollouts), `false` only the session's own, `any` (default) both.",
+        },
         "tool": {"type": "string", "description": "Exact tool name, e.g. `bash` or `Bash`."},
         "ref": {
             "type": "string",

@@ -16,6 +16,7 @@ from typing import Any
 from query.args import RESPONSE_MAX_CHARS
 from query.search import EntryItem, Item, Plan, SessionItem
 from query.u16 import ELLIPSIS, bounded, json_length, u16len, u16slice
+from store.records import NormalizedEntry
 from store.tokens import normalize_text
 
 __all__ = ["entry_hit", "page", "session_hit", "snippet", "wire_score"]
@@ -55,6 +56,22 @@ def snippet(text: str, plan: Plan, limit: int) -> tuple[str, bool]:
     return f"{ELLIPSIS if start > 0 else ''}{body}{ELLIPSIS if end < total else ''}", True
 
 
+SUBAGENT_KEYS = ("sidechain", "agentId", "parentToolCallId")
+
+
+def subagent_fields(e: NormalizedEntry) -> dict[str, Any]:
+    """What marks a subagent's entry (none for the session's own): ``sidechain: true`` and,
+    when the files name them, ``agentId`` and the parent's spawning ``parentToolCallId``."""
+    if not e.sidechain:
+        return {}
+    out: dict[str, Any] = {"sidechain": True}
+    if e.agent_id:
+        out["agentId"] = bounded(e.agent_id)
+    if e.parent_call_id:
+        out["parentToolCallId"] = bounded(e.parent_call_id)
+    return out
+
+
 def session_label(agent: str, session_id: str) -> str:
     return f"{agent}:{session_id}"
 
@@ -82,6 +99,7 @@ def entry_hit(item: EntryItem, plan: Plan, snippet_chars: int, branches: str) ->
     }
     if e.outcome:
         hit["outcome"] = e.outcome
+    hit.update(subagent_fields(e))
     hit["score"] = wire_score(item.score)
     hit["snippet"] = text
     hit["truncated"] = cut or (e.truncated and not item.shard.complete_text)

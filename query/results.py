@@ -125,6 +125,9 @@ class EntryHit:
     follow: Call
     raw: Mapping[str, Any] = _raw()
     kind: str = "entry"
+    sidechain: bool = False
+    agent_id: str | None = None
+    parent_tool_call_id: str | None = None
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> EntryHit:
@@ -149,6 +152,9 @@ class EntryHit:
             truncated=bool(d.get("truncated")),
             follow=Call.from_dict(d["follow"]),
             raw=d,
+            sidechain=bool(d.get("sidechain")),
+            agent_id=d.get("agentId"),
+            parent_tool_call_id=d.get("parentToolCallId"),
         )
 
 
@@ -257,6 +263,9 @@ class Entry:
     carrier_parent_id: str | None = None
     carrier_from_id: str | None = None
     raw: Mapping[str, Any] = _raw()
+    sidechain: bool = False
+    agent_id: str | None = None
+    parent_tool_call_id: str | None = None
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Entry:
@@ -287,6 +296,9 @@ class Entry:
             carrier_parent_id=d.get("carrierParentId"),
             carrier_from_id=d.get("carrierFromId"),
             raw=d,
+            sidechain=bool(d.get("sidechain")),
+            agent_id=d.get("agentId"),
+            parent_tool_call_id=d.get("parentToolCallId"),
         )
 
 

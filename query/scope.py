@@ -2,7 +2,8 @@
 
 | scope                  | sessions                                                      |
 |------------------------|---------------------------------------------------------------|
-| ``session``            | the newest (non-sidechain) session whose cwd is the caller's  |
+| ``session``            | the newest (non-sidechain) session whose cwd is the caller's, |
+|                        | with the subagent transcripts whose parent it is              |
 | ``project``            | every session whose cwd is the caller's                       |
 | ``global``             | every session (explicit only, never a default)                |
 | ``session:<id|path>``  | exactly one session, resolved without promotion               |
@@ -485,6 +486,13 @@ def resolve_scope(
     dirs = _project_dirs(gen, forms, agent)
     if scope.kind == "session":
         chosen = [s for s in ordered if not s.sidechain][:1]
+        if chosen:  # its subagents' transcripts are part of the session
+            own = chosen[0]
+            chosen += [
+                s
+                for s in ordered
+                if s.sidechain and s.agent == own.agent and s.parent_session == own.session_id
+            ]
         # a session file newer than the chosen one is the real "newest session" here
         newer = _unseen(
             gen,

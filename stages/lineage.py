@@ -4,17 +4,23 @@
 to its last record, the leaf is the last leaf candidate in file order, and the path runs from the
 leaf up ``parent_id`` links to a root. Unlike Pi, a break in the graph is never silent:
 
-* a parent id that names no record ends the walk with ``dangling_parent`` (a malformed line in
-  the middle of a v2 file leaves exactly this, and the path keeps what lies below it);
+* a parent id that names no record (a line lost or never written) is bridged to the leaf
+  candidate before the child in file order, with ``bridged_parent``: one bad line never cuts the
+  conversation above it off the path. Pi itself stops there; the Claude adapter bridges the same
+  way before threading (``stages.claude.source``, step 2). With nothing before it, the walk ends
+  with ``dangling_parent``;
 * a parent id already on the path ends the walk with ``invalid_parent_graph``;
 * a record that names itself as parent is a root, as in Pi's ``getTree``.
 
-Sidechain records (Claude subagents) are neither nodes nor leaves; ``all`` keeps them. The walk is
-iterative and O(records): sessions can be 100,000 records deep.
+Sidechain records (Claude subagent lines written inline in the parent file) are neither nodes
+nor leaves of the main path, but they are the session's work, not an abandoned branch: every
+sidechain leaf candidate is selected in ``active`` too, after the main path in the fingerprint's
+ids. The walk is iterative and O(records): sessions can be 100,000 records deep.
 """
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -77,27 +83,49 @@ def fingerprint_payload(branches: str, leaf_id: str | None, ids: Sequence[str]) 
 
 def _active(records: Sequence[SourceRecord]) -> Lineage:
     by_id: dict[str, SourceRecord] = {}
+    side: dict[str, SourceRecord] = {}
     leaf_id: str | None = None
     for record in records:
-        if record.id is None or record.sidechain:
+        if record.id is None:
+            continue
+        if record.sidechain:
+            side[record.id] = record
             continue
         by_id[record.id] = record
         if record.leaf_candidate:
             leaf_id = record.id
+    # A subagent's lines are its own conversation, not an abandoned branch of the parent's.
+    side_records = sorted(
+        (r for i, r in side.items() if r.leaf_candidate and i not in by_id),
+        key=lambda r: r.position,
+    )
+    side_ids = [r.id for r in side_records if r.id is not None]
+    side_positions = [r.position for r in side_records]
     if leaf_id is None:
-        return Lineage("active", None, (), (), fingerprint("active", None, ()))
+        only_side = tuple(side_positions)
+        return Lineage("active", None, (), only_side, fingerprint("active", None, side_ids))
 
     # The leaf names an id; like every id it resolves to the last record holding it.
     current = by_id[leaf_id]
     walked = [leaf_id]
     seen = {leaf_id}
     reasons: list[str] = []
+    before: list[int] | None = None
     while current.parent_id is not None and current.parent_id != walked[-1]:
-        parent_id = current.parent_id
-        parent = by_id.get(parent_id)
+        parent = by_id.get(current.parent_id)
         if parent is None:
-            reasons.append("dangling_parent")
-            break
+            if before is None:
+                before = sorted(r.position for r in by_id.values() if r.leaf_candidate)
+                at_position = {r.position: r for r in by_id.values()}
+            k = bisect_left(before, current.position)
+            if k == 0:
+                reasons.append("dangling_parent")
+                break
+            parent = at_position[before[k - 1]]
+            if "bridged_parent" not in reasons:
+                reasons.append("bridged_parent")
+        parent_id = parent.id
+        assert parent_id is not None  # a key of by_id
         if parent_id in seen:
             reasons.append("invalid_parent_graph")
             break
@@ -105,11 +133,12 @@ def _active(records: Sequence[SourceRecord]) -> Lineage:
         seen.add(parent_id)
         current = parent
     path_ids = tuple(reversed(walked))
+    selected = tuple(sorted([*(by_id[i].position for i in path_ids), *side_positions]))
     return Lineage(
         branches="active",
         leaf_id=leaf_id,
         path_ids=path_ids,
-        selected=tuple(sorted(by_id[i].position for i in path_ids)),
-        fingerprint=fingerprint("active", leaf_id, path_ids),
+        selected=selected,
+        fingerprint=fingerprint("active", leaf_id, [*path_ids, *side_ids]),
         reasons=tuple(reasons),
     )

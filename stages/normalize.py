@@ -7,6 +7,8 @@ Each agent has its own normalizer (``stages.pi.normalize``, ``stages.claude.norm
 holds for every agent: ``index`` is dense 0..n-1 in output order, and two entries sharing a
 non-null ``entry_id`` or ``operation_address`` mark coverage incomplete
 (``duplicate_entry_id`` / ``duplicate_operation_address``).
+A subagent's entries (``sidechain``) are given the subagent's ``agent_id`` and the parent's
+spawning ``parent_call_id`` here, from typed fields, so every agent's subagents read alike.
 
 Entries carry their *complete* text with ``truncated=False``; the digest stage cuts display
 text to ``maxEntryChars`` with ``cut_text``. The result's reasons are this stage's own: the
@@ -30,6 +32,7 @@ from stages.normalized import EntryMemo, NormalizeResult
 from stages.pi.normalize import normalize_pi
 from stages.policy import Policy
 from stages.source import SourceSession
+from store.records import NormalizedEntry
 
 __all__ = ["cut_text", "normalize"]
 
@@ -60,6 +63,7 @@ def normalize(
     and Codex normalizers; Pi's ignores it, as Pi appends take a tail reader instead.
     """
     result = _normalizer(session.agent)(session, lineage, policy, memo=memo)
+    result = replace(result, entries=_subagent_marks(session, result.entries, memo))
     if memo is not None:
         entries = tuple(memo.at(entry, index) for index, entry in enumerate(result.entries))
     else:
@@ -69,6 +73,44 @@ def normalize(
         )
     reasons = set(result.reasons) | duplicate_reasons(entries)
     return NormalizeResult(entries=entries, reasons=tuple(sorted(reasons)))
+
+
+def _subagent_marks(
+    session: SourceSession, entries: tuple[NormalizedEntry, ...], memo: EntryMemo | None
+) -> tuple[NormalizedEntry, ...]:
+    """Sidechain entries with the subagent's id and the tool call that spawned it.
+
+    From typed fields only: the line's ``agentId`` (Claude Code), else the session's
+    ``extra["agent_id"]`` / ``extra["parent_call_id"]`` (a subagent file's meta sidecar, a
+    Codex subagent rollout's thread). Marked entries come from *memo* when the very same
+    entry comes again, so an append re-marks only new entries.
+    """
+    if not any(e.sidechain for e in entries):
+        return entries
+    agent_id = session.extra.get("agent_id")
+    call_id = session.extra.get("parent_call_id")
+    lines: dict[int, dict[str, object]] | None = None
+    out: list[NormalizedEntry] = []
+    for e in entries:
+        if not e.sidechain:
+            out.append(e)
+            continue
+        key = ("subagent", id(e))
+        found = memo.get(key, (e,)) if memo is not None else None
+        if found is None:
+            if lines is None:
+                lines = {r.line: r.value for r in session.records}
+            own = lines.get(e.line, {}).get("agentId")
+            marked = replace(
+                e,
+                agent_id=own if isinstance(own, str) else agent_id,
+                parent_call_id=call_id,
+            )
+            found = (marked,)
+            if memo is not None:
+                memo.put(key, (e,), found)
+        out.append(found[0])
+    return tuple(out)
 
 
 def _normalizer(agent: str) -> Normalizer:

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["Policy"]
+__all__ = ["DERIVATION", "Policy"]
+
+# Bumped whenever the stages derive different records from the same bytes and settings, so
+# records built before are re-derived (2: repaired lines, bridged parents, subagent marks).
+DERIVATION = 2
 
 
 @dataclass(frozen=True, slots=True)
@@ -20,5 +24,6 @@ class Policy:
         return (
             f"entry:{self.max_entry_chars};thinking:{str(self.index_thinking).lower()};"
             f"tool-output:{str(self.index_tool_output).lower()};"
-            f"vocab:{self.max_cold_vocabulary_bytes};cache:{self.max_cold_cache_bytes}"
+            f"vocab:{self.max_cold_vocabulary_bytes};cache:{self.max_cold_cache_bytes};"
+            f"derive:{DERIVATION}"
         )

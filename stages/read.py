@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
+from typing import Any
 
 from stages.errors import BadInput
 from stages.parse import parse
 from stages.source import ParseResult, SourceSession
 from store.sources import is_object_rollout
 
-__all__ = ["AGENTS", "read_session"]
+__all__ = ["AGENTS", "read_parsed", "read_session"]
 
 Reader = Callable[[ParseResult, str], SourceSession]
 
@@ -28,6 +29,14 @@ def read_session(data: bytes, path: str, agent: str) -> SourceSession:
 
     Raises ``BadInput`` for an agent we have no adapter for; odd content never raises.
     """
+    return read_parsed(data, path, agent)[0]
+
+
+def read_parsed(
+    data: bytes, path: str, agent: str, meta: dict[str, Any] | None = None
+) -> tuple[SourceSession, ParseResult]:
+    """``read_session`` and the parse it read (``consumed``: where the next append starts).
+    *meta* is a Claude subagent transcript's sidecar (``stages.claude.source.read_claude``)."""
     try:
         module, name = _ADAPTERS[agent]
     except KeyError:
@@ -36,5 +45,9 @@ def read_session(data: bytes, path: str, agent: str) -> SourceSession:
     if is_object_rollout(agent, path):
         from stages.codex.rollout_object import parse_object
 
-        return reader(parse_object(data), path)  # era A: one JSON object, not lines
-    return reader(parse(data), path)
+        parsed = parse_object(data)  # era A: one JSON object, not lines
+    else:
+        parsed = parse(data)
+    if meta is not None and agent == "claude":
+        return getattr(importlib.import_module(module), name)(parsed, path, meta), parsed
+    return reader(parsed, path), parsed

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["ParseResult", "RawRecord", "SourceRecord", "SourceSession"]
+__all__ = ["ParseResult", "RawRecord", "SourceRecord", "SourceSession", "parse_reasons"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,13 +35,15 @@ class ParseResult:
 
     ``consumed`` counts the bytes up to and including the last ``\\n``: bytes after it are
     withheld because a writer may be mid-line. ``malformed_lines`` lists line numbers that
-    held no JSON object (bad JSON, or a JSON value that is not an object).
+    held no JSON object (bad JSON, or a JSON value that is not an object);
+    ``repaired_lines`` those whose objects were recovered by ``stages.parse.repair``.
     """
 
     records: tuple[RawRecord, ...]
     consumed: int
     next_line: int
     malformed_lines: tuple[int, ...] = ()
+    repaired_lines: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,3 +87,14 @@ class SourceSession:
     parent_session: str | None = None
     sidechain: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
+
+
+def parse_reasons(parsed: ParseResult) -> set[str]:
+    """The coverage reasons a parse gives every adapter's session: ``malformed_line`` when a
+    line held no object, ``repaired_line`` when one was recovered by the lenient repair."""
+    reasons: set[str] = set()
+    if parsed.malformed_lines:
+        reasons.add("malformed_line")
+    if parsed.repaired_lines:
+        reasons.add("repaired_line")
+    return reasons

@@ -89,6 +89,9 @@ class NormalizedEntry:
     carrier_parent_id: str | None = None
     carrier_from_id: str | None = None
     sidechain: bool = False
+    # a subagent's entries: its id and the parent's tool call that spawned it, when known
+    agent_id: str | None = None
+    parent_call_id: str | None = None
 
     def to_wire(self) -> Wire:
         return [
@@ -119,14 +122,17 @@ class NormalizedEntry:
             self.carrier_parent_id,
             self.carrier_from_id,
             self.sidechain,
-        ]
+            # only a subagent's entries carry these: every other entry stays 27 fields long
+            *(() if self.agent_id is None and self.parent_call_id is None
+              else (self.agent_id, self.parent_call_id)),
+        ]  # fmt: skip
 
     @classmethod
     def from_wire(cls, w: Wire) -> NormalizedEntry:
         return cls(
             w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7], w[8], w[9], w[10], w[11], w[12],
             w[13], w[14], w[15], w[16], w[17], w[18], tuple(w[19]), w[20], w[21], w[22], w[23],
-            w[24], w[25], w[26],
+            w[24], w[25], w[26], *w[27:29],
         )  # fmt: skip
 
 

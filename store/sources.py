@@ -18,6 +18,7 @@ __all__ = [
     "is_object_rollout",
     "is_session_name",
     "session_stem",
+    "subagent_meta_path",
 ]
 
 LINES_SUFFIX: Final = ".jsonl"
@@ -52,3 +53,15 @@ def session_stem(name: str) -> str:
         if name.endswith(suffix):
             return name[: -len(suffix)]
     return name
+
+
+META_SUFFIX: Final = ".meta.json"
+
+
+def subagent_meta_path(agent: str, path: str) -> str | None:
+    """Where a Claude Code subagent transcript's sidecar would be (``agent-<id>.meta.json``
+    beside ``agent-<id>.jsonl``, real-writers: 2.1.x), or None for any other file."""
+    name = path.rsplit("/", 1)[-1]
+    if agent != "claude" or not name.startswith("agent-") or not name.endswith(LINES_SUFFIX):
+        return None
+    return path[: -len(LINES_SUFFIX)] + META_SUFFIX

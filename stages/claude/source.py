@@ -17,7 +17,8 @@ would make the walk from the last entry drop real conversation. The raw fields s
    formats note says "treat as a root"; we bridge instead, because Claude Code itself loses the
    earlier conversation at such a break and recall should not (the trimmed real sample keeps
    none of its four entries on the active path without it; #58554 reports 90–99% of a session
-   unreachable). ``extra["bridged_parents"]`` counts the bridges.
+   unreachable). ``extra["bridged_parents"]`` counts the bridges and the session says
+   ``bridged_parent``: the same policy ``stages.lineage`` applies to the other agents.
 3. **Progress lines** (§2.8 "exclude progress from threading"): a record whose parent is a
    ``progress`` line takes that line's parent instead (repeatedly). Progress lines keep their own
    parent and ``leaf_candidate=False``, so they are side leaves: never on the active path, still in
@@ -34,22 +35,25 @@ would make the walk from the last entry drop real conversation. The raw fields s
    If this ever closes a parent cycle the raw graph did not have, step 4 is dropped for the file.
 
 Sidechains (§2.2, §2.9.5): an ``isSidechain`` line inside a main transcript is
-``sidechain=True`` (kept off the active path, kept in ``all``). A file under a ``subagents/``
-folder, or named ``agent-<id>.jsonl``, is a subagent transcript: the session is
-``sidechain=True``, its records are not (its own active path is the subagent's conversation),
-``parent_session`` is the parent's session id (the lines' ``sessionId``), and ``session_id`` is
-``<parent id>/<file stem>`` because the lines carry the parent's id.
+``sidechain=True``: off the main path, selected in both branch modes (``stages.lineage``).
+A file under a ``subagents/`` folder, or named ``agent-<id>.jsonl``, is a subagent
+transcript: the session is ``sidechain=True``, its records are not (its own active path is
+the subagent's conversation), ``parent_session`` is the parent's session id (the lines'
+``sessionId``), and ``session_id`` is ``<parent id>/<file stem>`` because the lines carry the
+parent's id. ``extra`` names the subagent (``agent_id``: the lines' ``agentId``, else the stem
+after ``agent-``) and, from its meta sidecar, the spawning tool call (``parent_call_id``) and
+``agent_type``.
 
 Leaves (§2.8): ``user``, ``assistant``, ``system`` and ``attachment`` lines with a uuid.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import PurePath
 from typing import Any
 
-from stages.source import ParseResult, RawRecord, SourceRecord, SourceSession
+from stages.source import ParseResult, RawRecord, SourceRecord, SourceSession, parse_reasons
 
 __all__ = ["AGENT", "LEAF_TYPES", "read_claude"]
 
@@ -58,11 +62,16 @@ LEAF_TYPES = frozenset({"user", "assistant", "system", "attachment"})
 _PROGRESS = "progress"
 
 
-def read_claude(parsed: ParseResult, path: str) -> SourceSession:
-    """Read a parsed Claude Code transcript. Never raises on odd content."""
-    reasons: set[str] = set()
-    if parsed.malformed_lines:
-        reasons.add("malformed_line")
+def read_claude(
+    parsed: ParseResult, path: str, meta: Mapping[str, Any] | None = None
+) -> SourceSession:
+    """Read a parsed Claude Code transcript. Never raises on odd content.
+
+    *meta* is a subagent file's ``agent-<id>.meta.json`` sidecar when the caller found one
+    (``{agentType, description, toolUseId, spawnDepth}``): its ``toolUseId`` names the
+    parent's tool call that spawned the subagent.
+    """
+    reasons = parse_reasons(parsed)
     raws = parsed.records
     pure = PurePath(path)
     subagent_file = pure.parent.name == "subagents" or pure.name.startswith("agent-")
@@ -81,8 +90,16 @@ def read_claude(parsed: ParseResult, path: str) -> SourceSession:
 
     sidechain = [(not subagent_file) and r.value.get("isSidechain") is True for r in raws]
     parents, bridged = _thread(raws, sidechain)
+    if bridged:
+        reasons.add("bridged_parent")
     records = tuple(_record(i, raw, parents[i], sidechain[i]) for i, raw in enumerate(raws))
     extra: dict[str, Any] = {"bridged_parents": bridged}
+    if subagent_file:
+        extra["agent_id"] = _first_str(raws, "agentId") or pure.stem.removeprefix("agent-")
+        found = meta or {}
+        for key, name in (("parent_call_id", "toolUseId"), ("agent_type", "agentType")):
+            if isinstance(found.get(name), str):
+                extra[key] = found[name]
     version = _first_str(raws, "version")
     if version is not None:
         extra["cli_version"] = version

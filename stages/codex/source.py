@@ -56,7 +56,7 @@ from pathlib import PurePath
 from typing import Any
 
 from stages.common import parse_timestamp_ms
-from stages.source import ParseResult, RawRecord, SourceRecord, SourceSession
+from stages.source import ParseResult, RawRecord, SourceRecord, SourceSession, parse_reasons
 
 __all__ = ["AGENT", "FORKED_COPY", "INJECTED_OPENERS", "human_items", "payload_of", "read_codex"]
 
@@ -83,9 +83,7 @@ _HEX = frozenset("0123456789abcdefABCDEF")
 
 def read_codex(parsed: ParseResult, path: str) -> SourceSession:
     """Read a parsed Codex rollout. Never raises on odd content."""
-    reasons: set[str] = set()
-    if parsed.malformed_lines:
-        reasons.add("malformed_line")
+    reasons = parse_reasons(parsed)
     raws = parsed.records
     header_at = next((i for i, r in enumerate(raws) if _is_meta(r.value)), None)
     header = raws[header_at].value if header_at is not None else None
@@ -146,6 +144,8 @@ def read_codex(parsed: ParseResult, path: str) -> SourceSession:
     ):
         if found is not None:
             extra[key] = found
+    if is_subagent:
+        extra["agent_id"] = own_id  # the subagent's own thread, as its parent names it
     if copies:
         extra["forked_copies"] = len(copies)
     if rolled_back:

@@ -29,7 +29,7 @@ from typing import Any
 
 from blake3 import blake3
 
-from stages.source import ParseResult, SourceRecord, SourceSession
+from stages.source import ParseResult, SourceRecord, SourceSession, parse_reasons
 
 __all__ = ["derived_id", "read_pi", "v1_entry_id"]
 
@@ -39,9 +39,7 @@ _HEADER = "session"
 
 def read_pi(parsed: ParseResult, path: str) -> SourceSession:
     """Read a parsed Pi session file. Never raises on odd content: it becomes ``reasons``."""
-    reasons: set[str] = set()
-    if parsed.malformed_lines:
-        reasons.add("malformed_line")
+    reasons = parse_reasons(parsed)
     raws = parsed.records
     header_index = next((i for i, r in enumerate(raws) if r.value.get("type") == _HEADER), None)
     header = raws[header_index].value if header_index is not None else None

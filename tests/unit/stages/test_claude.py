@@ -310,6 +310,7 @@ def test_a_parent_missing_from_the_file_is_bridged_to_the_previous_main_line() -
     assert active_ids(session) == ["u1", "a1", "u2", "a2"]
     assert session.extra["bridged_parents"] == 3
     assert session.records[1].value["parentUuid"] == "gone-1"  # raw fields stay as written
+    assert session.reasons == ("bridged_parent",)
     assert lineage(session, "active").reasons == ()
 
 
@@ -327,7 +328,7 @@ def test_threading_that_would_close_a_cycle_falls_back_to_the_raw_links() -> Non
 # --- sidechains ------------------------------------------------------------------------------
 
 
-def test_inline_sidechain_lines_are_indexed_as_sidechain_and_kept_off_the_active_path() -> None:
+def test_inline_sidechain_lines_are_marked_and_searchable_under_the_active_branch() -> None:
     session = read(
         user("u1", None, "delegate"),
         reply("a1", "u1", "m1", call("t1", "Task", description="d", prompt="look")),
@@ -337,15 +338,14 @@ def test_inline_sidechain_lines_are_indexed_as_sidechain_and_kept_off_the_active
         reply("a2", "r1", "m2", text("the agent found it")),
         reply("s3", "s2", "m10", text("late sidechain line"), isSidechain=True),
     )
-    assert active_ids(session) == ["u1", "a1", "r1", "a2"]
+    # The main path is still the parent's conversation; the subagent's lines ride along.
+    assert lineage(session, "active").path_ids == ("u1", "a1", "r1", "a2")
+    selected = lineage(session, "active").selected
+    assert [session.records[p].id for p in selected] == ["u1", "a1", "s1", "s2", "r1", "a2", "s3"]
     assert [r.sidechain for r in session.records] == [False, False, True, True, False, False, True]
-    assert not any(e.sidechain for e in entries(session))
-    everything = entries(session, "all")
-    assert [(e.entry_id, e.sidechain) for e in everything if e.sidechain] == [
-        ("s1", True),
-        ("s2", True),
-        ("s3", True),
-    ]
+    marked = [(e.entry_id, e.sidechain) for e in entries(session) if e.sidechain]
+    assert marked == [("s1", True), ("s2", True), ("s3", True)]
+    assert entries(session) == entries(session, "all")
 
 
 @pytest.mark.parametrize(
@@ -583,7 +583,8 @@ def test_real_claude_files_normalize_as_read_by_hand(name: str) -> None:
     counts, tools, active_records = REAL_FACTS[name]
     raw = [orjson.loads(line) for line in path.read_bytes().splitlines()]
     session = read_claude(parse(path.read_bytes()), str(path))
-    assert session.reasons == ()
+    bridged = session.extra["bridged_parents"]
+    assert session.reasons == (("bridged_parent",) if bridged else ())
     assert session.session_id == raw[-1].get("sessionId", raw[0].get("sessionId"))
     assert len(lineage(session, "active").selected) == active_records
     for branches in ("active", "all"):

@@ -392,6 +392,11 @@ def test_a_subagent_rollout_links_to_its_parent_thread_and_is_a_sidechain() -> N
         ("user", True),
         ("assistant", True),
     ]
+    # Through the dispatcher every entry names the subagent: its own thread, as the parent knows it
+    from stages.normalize import normalize
+
+    found = normalize(session, lineage(session, "active"), Policy()).entries
+    assert {(e.sidechain, e.agent_id, e.parent_call_id) for e in found} == {(True, CHILD, None)}
 
 
 def test_era_d_parent_thread_id_is_the_link_when_no_spawn_source_names_one() -> None:
@@ -744,3 +749,23 @@ def test_a_memo_never_changes_what_a_growing_rollout_normalizes_to() -> None:
     outputs = [(e.tool, e.outcome) for e in final if e.role == "toolResult"]
     assert outputs == [("apply_patch", None), ("shell", "failed")]
     assert [e.text for e in final if e.role == "user"] == ["hello there"]  # the echo dropped
+
+
+REAL_CODEX = Path(__file__).parents[3].parent / "shared" / "fixtures" / "real" / "codex"
+
+
+@pytest.mark.real
+def test_real_codex_rollouts_pretty_printed_read_as_their_jsonl() -> None:
+    if not REAL_CODEX.is_dir():
+        pytest.skip(f"real Codex fixtures not found at {REAL_CODEX} (../shared is absent)")
+    for path in sorted(REAL_CODEX.glob("*.jsonl")):
+        data = path.read_bytes()
+        pretty = b"".join(
+            orjson.dumps(orjson.loads(x), option=orjson.OPT_INDENT_2) + b"\n"
+            for x in data.splitlines()
+            if x.strip()
+        )
+        plain, spread = read_codex(parse(data), str(path)), read_codex(parse(pretty), str(path))
+        assert spread.reasons == plain.reasons == (), path.name
+        assert [r.value for r in spread.records] == [r.value for r in plain.records], path.name
+        assert [e.text for e in entries(spread)] == [e.text for e in entries(plain)], path.name

@@ -55,7 +55,8 @@ def active(
 ) -> tuple[str | None, tuple[str, ...], tuple[int, ...], tuple[str, ...]]:
     result = lineage(session, "active")
     assert result.branches == "active"
-    assert result.fingerprint == fingerprint("active", result.leaf_id, result.path_ids)
+    side = [session.records[p].id or "" for p in result.selected if session.records[p].sidechain]
+    assert result.fingerprint == fingerprint("active", result.leaf_id, [*result.path_ids, *side])
     return result.leaf_id, result.path_ids, result.selected, result.reasons
 
 
@@ -102,7 +103,7 @@ def test_all_selects_every_record_including_sidechains_and_id_less_ones() -> Non
 
 def test_all_never_reports_graph_problems() -> None:
     assert lineage(read("lineage_cycle.jsonl"), "all").reasons == ()
-    assert lineage(read("lineage_malformed_middle.jsonl"), "all").selected == (0, 1, 2, 3)
+    assert lineage(read("lineage_lost_middle.jsonl"), "all").selected == (0, 1, 2, 3)
 
 
 def test_an_unknown_branch_mode_is_a_callers_mistake() -> None:
@@ -173,10 +174,17 @@ def test_duplicate_ids_resolve_to_their_last_record() -> None:
     )
 
 
-def test_a_malformed_line_mid_file_is_a_dangling_parent_not_a_silent_cut() -> None:
+def test_an_invalid_escape_mid_file_is_repaired_and_the_path_is_whole() -> None:
     session = read("lineage_malformed_middle.jsonl")
+    assert session.reasons == ("repaired_line",)
+    assert session.records[2].value["message"]["content"] == "bad \\q escape"
+    assert active(session) == ("m5", ("m1", "m2", "m3", "m4", "m5"), (0, 1, 2, 3, 4), ())
+
+
+def test_a_lost_line_mid_file_is_bridged_to_the_entry_before_it_not_a_silent_cut() -> None:
+    session = read("lineage_lost_middle.jsonl")
     assert session.reasons == ("malformed_line",)
-    assert active(session) == ("m5", ("m4", "m5"), (2, 3), ("dangling_parent",))
+    assert active(session) == ("m5", ("m1", "m2", "m4", "m5"), (0, 1, 2, 3), ("bridged_parent",))
 
 
 def test_a_sliced_file_dangles_at_its_first_record() -> None:
@@ -224,16 +232,35 @@ def test_non_candidates_can_be_on_the_path_but_never_the_leaf() -> None:
     assert active(session) == ("b", ("a", "p", "b"), (0, 1, 2), ())
 
 
-def test_sidechain_records_are_neither_leaf_nor_path() -> None:
+def test_sidechain_records_are_neither_leaf_nor_path_but_are_selected() -> None:
     session = session_of(
         node(0, "a", None),
         node(1, "s1", "a", sidechain=True),
         node(2, "b", "a"),
         node(3, "s2", "s1", sidechain=True),
+        node(4, "s3", "s2", sidechain=True, leaf_candidate=False),  # a subagent's progress line
     )
-    assert active(session) == ("b", ("a", "b"), (0, 2), ())
+    # A subagent is the session's work, not an abandoned branch: active selects its records.
+    assert active(session) == ("b", ("a", "b"), (0, 1, 2, 3), ())
+    assert lineage(session, "active").fingerprint == fingerprint(
+        "active", "b", ["a", "b", "s1", "s2"]
+    )
     through_sidechain = session_of(node(0, "s1", None, sidechain=True), node(1, "b", "s1"))
-    assert active(through_sidechain) == ("b", ("b",), (1,), ("dangling_parent",))
+    assert active(through_sidechain) == ("b", ("b",), (0, 1), ("dangling_parent",))
+    only_sidechain = session_of(node(0, "s1", None, sidechain=True))
+    assert active(only_sidechain) == (None, (), (0,), ())
+
+
+def test_a_missing_parent_is_bridged_to_the_leaf_candidate_before_it_in_file_order() -> None:
+    session = session_of(
+        node(0, "a", None),
+        node(1, "p", "a", leaf_candidate=False),
+        node(2, "b", "gone"),
+        node(3, "c", "b"),
+    )
+    assert active(session) == ("c", ("a", "b", "c"), (0, 2, 3), ("bridged_parent",))
+    twice = session_of(node(0, "a", None), node(1, "b", "x"), node(2, "c", "y"))
+    assert active(twice) == ("c", ("a", "b", "c"), (0, 1, 2), ("bridged_parent",))
 
 
 def test_a_sidechain_record_never_shadows_a_main_record_with_its_id() -> None:
@@ -293,8 +320,16 @@ def reference_walk(records: list[SourceRecord]) -> tuple[str | None, list[str], 
             break
         parent = last_with(here.parent_id)
         if parent is None:
-            reasons.add("dangling_parent")
-            break
+            earlier = [
+                r
+                for r in nodes
+                if r.leaf_candidate and r is last_with(r.id or "") and r.position < here.position
+            ]
+            if not earlier:
+                reasons.add("dangling_parent")
+                break
+            parent = earlier[-1]
+            reasons.add("bridged_parent")
         if any(w.id == parent.id for w in walked):
             reasons.add("invalid_parent_graph")
             break
@@ -328,12 +363,17 @@ def test_random_parent_graphs_follow_the_reference_walk(
     assert result.leaf_id == leaf
     assert list(result.path_ids) == path
     assert set(result.reasons) == reasons
-    assert len(result.reasons) <= 1
-    # Each selected position is the last main record holding its path id.
+    assert len(result.reasons) == len(reasons)
+    # Each selected position is the last main record holding its path id, plus every
+    # subagent leaf candidate (the last record holding an id no main record holds).
     last = {r.id: r.position for r in records if r.id is not None and not r.sidechain}
-    assert result.selected == tuple(sorted(last[i] for i in path))
+    side = {r.id: r for r in records if r.id is not None and r.sidechain}
+    side_kept = sorted(
+        (r.position, i) for i, r in side.items() if r.leaf_candidate and i not in last
+    )
+    assert result.selected == tuple(sorted([*(last[i] for i in path), *(p for p, _ in side_kept)]))
     assert len(set(path)) == len(path)
-    assert result.fingerprint == fingerprint("active", leaf, path)
+    assert result.fingerprint == fingerprint("active", leaf, [*path, *(i for _, i in side_kept)])
     assert lineage(session, "all").selected == tuple(range(len(records)))
 
 
@@ -348,12 +388,13 @@ REAL_ACTIVE = {
         "f7c7091e",
         (),
     ),
-    # Line 44 holds an invalid escape: its child on line 45 dangles, so the path is lines 45-160.
+    # Line 44 holds an invalid escape (``\\*``): repaired, so the whole file is the path (it
+    # was lines 45-160 alone before the repair).
     "pinion05__agent-complex-task__sessions__04-awesome-agent-ide__session.jsonl": (
         "308c4680",
-        116,
-        "314ed92d",
-        ("dangling_parent",),
+        159,
+        "1ab51a1c",
+        (),
     ),
 }
 
@@ -398,3 +439,22 @@ def test_real_header_only_file_has_no_path() -> None:
         "kir-gadjello__pi-session-manager__.pi__messenger__crew__artifacts__873fc059_crew-planner_0.jsonl"
     )
     assert lineage(session, "active").path_ids == ()
+
+
+PINION = "pinion05__agent-complex-task__sessions__04-awesome-agent-ide__session.jsonl"
+
+
+@pytest.mark.real
+def test_real_pi_file_with_its_bad_line_lost_keeps_the_conversation_above_it() -> None:
+    # Reproduce the cut: line 44 damaged beyond repair (cut mid-object). Before bridging, the
+    # active path was lines 45-160 alone (116 records); bridged, it is every other record.
+    if not REAL.is_dir():
+        pytest.skip(f"real Pi fixtures not found at {REAL} (../shared is absent)")
+    lines = (REAL / PINION).read_bytes().split(b"\n")
+    lines[43] = lines[43][:200]
+    session = read_pi(parse(b"\n".join(lines)), PINION)
+    assert session.reasons == ("malformed_line",)
+    result = lineage(session, "active")
+    assert result.reasons == ("bridged_parent",)
+    assert len(result.selected) == len(session.records) == 158
+    assert result.path_ids[0] == "1ab51a1c"

@@ -659,11 +659,12 @@ REAL_COUNTS: dict[str, tuple[int, dict[str, int], dict[str, int], int]] = {
         {},
         0,
     ),
+    # line 44 (a bash result with an invalid ``\\*`` escape) is repaired: 150, not 149
     "pinion05__agent-complex-task__sessions__04-awesome-agent-ide__session.jsonl": (
-        149,
-        {"assistant": 60, "custom": 6, "toolResult": 77, "user": 6},
+        150,
+        {"assistant": 60, "custom": 6, "toolResult": 78, "user": 6},
         {
-            "bash": 31,
+            "bash": 32,
             "edit": 14,
             "read": 29,
             "search": 8,

@@ -6,7 +6,7 @@ import orjson
 from hypothesis import given
 from hypothesis import strategies as st
 
-from stages.parse import parse
+from stages.parse import parse, repair
 from stages.source import ParseResult, RawRecord
 
 
@@ -103,23 +103,25 @@ def test_garbage_before_an_object_loses_the_whole_line() -> None:
     assert result.malformed_lines == (1,)
 
 
-def test_invalid_utf8_is_malformed() -> None:
+def test_invalid_utf8_inside_an_object_is_repaired_to_replacement_characters() -> None:
     result = parse(b'{"a":"\xff\xfe"}\n\xc3\x28\n{"ok":true}\n')
-    assert [r.value for r in result.records] == [{"ok": True}]
-    assert result.malformed_lines == (1, 2)
+    assert [r.value for r in result.records] == [{"a": "\ufffd\ufffd"}, {"ok": True}]
+    assert result.repaired_lines == (1,)
+    assert result.malformed_lines == (2,)
 
 
-def test_invalid_utf8_in_a_later_concatenated_object_keeps_the_earlier_ones() -> None:
+def test_invalid_utf8_in_a_later_concatenated_object_is_repaired_with_the_line() -> None:
     result = parse(b'{"a":"\xc3\xa9"}{"b":"\xff"}\n')
-    assert [r.value for r in result.records] == [{"a": "é"}]
-    assert result.malformed_lines == (1,)
+    assert [r.value for r in result.records] == [{"a": "é"}, {"b": "\ufffd"}]
+    assert (result.repaired_lines, result.malformed_lines) == ((1,), ())
 
 
-def test_json_that_only_the_standard_library_accepts_is_malformed_on_either_path() -> None:
-    # NaN and lone surrogates: orjson rejects them, and the concatenated-object path must too.
+def test_nan_is_malformed_on_either_path_and_a_lone_surrogate_is_repaired() -> None:
+    # NaN is not JSON: neither the concatenated path nor the repair accepts it.
     result = parse(b'{"a":NaN}\n{"a":1}{"b":NaN}\n{"s":"\\ud800"}\n')
-    assert [r.value for r in result.records] == [{"a": 1}]
-    assert result.malformed_lines == (1, 2, 3)
+    assert [r.value for r in result.records] == [{"a": 1}, {"s": "\ufffd"}]
+    assert result.malformed_lines == (1, 2)
+    assert result.repaired_lines == (3,)
 
 
 def test_numbers_decode_the_same_on_the_fast_and_the_concatenated_path() -> None:
@@ -210,3 +212,77 @@ def test_every_written_object_comes_back_at_its_line_start(objects: list[dict[st
     starts = [sum(len(line) + 1 for line in lines[:i]) for i in range(len(lines))]
     expected = [RawRecord(i + 1, starts[i], o) for i, o in enumerate(objects)]
     assert list(parse(data).records) == expected
+
+
+# --- lenient repair (repaired_lines) -------------------------------------------------------
+
+
+def test_an_invalid_escape_left_by_a_redaction_tool_is_repaired_not_malformed() -> None:
+    result = parse(b'{"a":1}\n{"t":"user\\***@***.***\\n"}\n{"b":2}\n')
+    assert [r.value for r in result.records] == [{"a": 1}, {"t": "user\\***@***.***\n"}, {"b": 2}]
+    assert (result.repaired_lines, result.malformed_lines) == ((2,), ())
+
+
+def test_the_repair_keeps_valid_escapes_and_pairs_and_fixes_only_the_rest() -> None:
+    text = r'"\\ \" \/ \b \f \n \r \t \u00e9 \ud83d\ude00 \* \x \ud800 \udc00 \u12"'
+    repaired = repair(text)
+    assert repaired == (
+        r'"\\ \" \/ \b \f \n \r \t \u00e9 \ud83d\ude00 \\* \\x \ufffd \ufffd \\u12"'
+    )
+    assert orjson.loads(repaired.encode()).startswith('\\ " / \b')
+
+
+def test_control_characters_inside_strings_are_accepted_by_the_repair() -> None:
+    result = parse(b'{"t":"a\tb\x01c"}\n')
+    assert [r.value for r in result.records] == [{"t": "a\tb\x01c"}]
+    assert result.repaired_lines == (1,)
+
+
+def test_a_line_the_repair_cannot_fully_recover_stays_malformed() -> None:
+    result = parse(b'{"t":"a\\*b"} trailing\n{"t":"a\\*b"\n')
+    assert result.records == ()
+    assert (result.repaired_lines, result.malformed_lines) == ((), (1, 2))
+
+
+# --- pretty-printed objects ----------------------------------------------------------------
+
+
+def test_pretty_printed_objects_are_a_stream_of_records_at_their_first_line() -> None:
+    one = orjson.dumps({"a": {"b": [1, 2]}, "c": "x"}, option=orjson.OPT_INDENT_2) + b"\n"
+    two = orjson.dumps({"d": 1}, option=orjson.OPT_INDENT_2) + b"\n"
+    data = one + b'{"compact":true}\n' + two
+    result = parse(data)
+    assert values(result) == [
+        (1, 0, {"a": {"b": [1, 2]}, "c": "x"}),
+        (one.count(b"\n") + 1, len(one), {"compact": True}),
+        (one.count(b"\n") + 2, len(one) + 17, {"d": 1}),
+    ]
+    assert (result.malformed_lines, result.consumed, result.next_line) == (
+        (),
+        len(data),
+        data.count(b"\n") + 1,
+    )
+
+
+def test_an_object_split_over_lines_parses_the_same_whole_or_appended_piecewise() -> None:
+    data = b"".join(
+        orjson.dumps({"n": n, "t": "x" * n}, option=orjson.OPT_INDENT_2) + b"\n" for n in range(4)
+    )
+    whole = parse(data)
+    ends = [i + 1 for i, b in enumerate(data) if b == 0x0A]
+    for cut in ends:
+        head = parse(data[:cut])
+        tail = parse(data[head.consumed :], base_offset=head.consumed, first_line=head.next_line)
+        assert head.records + tail.records == whole.records, cut
+        assert head.malformed_lines + tail.malformed_lines == ()
+
+
+def test_a_line_holding_only_a_brace_that_never_closes_validly_is_malformed() -> None:
+    result = parse(b'{\n"a": 1,\n{"b": 2}\n')
+    assert [r.value for r in result.records] == [{"b": 2}]
+    assert result.malformed_lines == (1, 2)
+
+
+def test_a_pretty_printed_file_may_open_with_a_byte_order_mark() -> None:
+    data = b"\xef\xbb\xbf" + orjson.dumps({"a": 1}, option=orjson.OPT_INDENT_2) + b"\n"
+    assert values(parse(data)) == [(1, 0, {"a": 1})]

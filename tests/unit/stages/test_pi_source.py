@@ -277,12 +277,13 @@ REAL_FACTS = {
         "ef107df1-507f-4cf4-8f08-797e3a6a47fd",
         0,
     ),
+    # line 44 holds an invalid ``\\*`` escape (a redaction tool's): repaired, not malformed
     "pinion05__agent-complex-task__sessions__04-awesome-agent-ide__session.jsonl": (
-        159,
-        (44,),
+        160,
+        (),
         3,
         "scc6968a3db48",
-        158,
+        159,
     ),
 }
 
@@ -314,7 +315,9 @@ def test_real_pi_files_parse_and_read(name: str) -> None:
     assert session.version == version
     assert session.session_id == session_id
     assert len(session.records) == records
-    assert session.reasons == (("malformed_line",) if malformed else ())
+    repaired = ("repaired_line",) if parsed.repaired_lines else ()
+    assert session.reasons == (("malformed_line",) if malformed else ()) + repaired
+    assert parsed.repaired_lines == ((44,) if name.startswith("pinion05") else ())
     assert len({r.id for r in session.records}) == records
 
 
