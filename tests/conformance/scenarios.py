@@ -48,6 +48,8 @@ class Scenario:
     finals: tuple[str, ...] = ()  # words of the final answers
     sidechain_words: tuple[str, ...] = field(default=())  # words only subagent entries hold
     sdk: bool = False  # written by a Node script with Pi's SessionManager, not by the CLI
+    entries: int = 0  # entries the main session must index (active branch)
+    sidechain_entries: int = 0  # entries the subagent's session must index
 
     @property
     def key(self) -> str:
@@ -221,21 +223,31 @@ def _codemode_expected(home: Home) -> list[Expected]:
 
 
 def _all() -> dict[str, Scenario]:
+    # Entry counts: each prompt, each tool call, each tool result and each final answer is one
+    # entry; nothing else (system prompts, attachments, bookkeeping lines) is.
     found: list[Scenario] = []
     for agent in ("pi", "claude", "codex"):
-        found.append(Scenario(agent, "shell", _shell_steps(agent), _shell_expected(agent),
-                              finals=("FINALSHELLQ7",)))  # fmt: skip
-        found.append(Scenario(agent, "resume", _resume_steps(agent), _resume_expected(agent),
-                              finals=("FINALFIRSTQ7", "FINALSECONDQ7")))  # fmt: skip
-        found.append(Scenario(agent, "mcp", _mcp_steps(agent), _mcp_expected(agent),
-                              setup=_mcp_direct, finals=("FINALMCPQ7",)))  # fmt: skip
-    found.append(Scenario("claude", "subagent", _subagent_steps, _subagent_expected,
-                          finals=("FINALSUBAGENTQ7",),
-                          sidechain_words=("SUBOUTQ7", "SUBFINALQ7")))  # fmt: skip
-    found.append(Scenario("pi", "codemode", _codemode_steps, _codemode_expected,
-                          setup=_mcp_codemode, finals=("FINALCODEMODEQ7",)))  # fmt: skip
-    found.append(Scenario("pi", "branch", lambda home: [], lambda home: [],
-                          finals=("FINALACTIVEQ7",), sdk=True))  # fmt: skip
+        shell_entries = 4 if agent == "codex" else 6  # Codex has no read tool: no read call
+        mcp_entries = 8 if agent == "claude" else 6  # Claude selects the tools with ToolSearch
+        found += [
+            Scenario(agent, "shell", _shell_steps(agent), _shell_expected(agent),
+                     finals=("FINALSHELLQ7",), entries=shell_entries),
+            Scenario(agent, "resume", _resume_steps(agent), _resume_expected(agent),
+                     finals=("FINALFIRSTQ7", "FINALSECONDQ7"), entries=6),
+            Scenario(agent, "mcp", _mcp_steps(agent), _mcp_expected(agent), setup=_mcp_direct,
+                     finals=("FINALMCPQ7",), entries=mcp_entries),
+        ]  # fmt: skip
+    found += [
+        Scenario("claude", "subagent", _subagent_steps, _subagent_expected,
+                 finals=("FINALSUBAGENTQ7",), sidechain_words=("SUBOUTQ7", "SUBFINALQ7"),
+                 entries=4, sidechain_entries=4),
+        # user, the codemode call, its result, one child per nested call (3), the answer
+        Scenario("pi", "codemode", _codemode_steps, _codemode_expected, setup=_mcp_codemode,
+                 finals=("FINALCODEMODEQ7",), entries=7),
+        # active path: root prompt + answer, active prompt + answer (the abandoned two are not)
+        Scenario("pi", "branch", lambda home: [], lambda home: [], finals=("FINALACTIVEQ7",),
+                 sdk=True, entries=4),
+    ]  # fmt: skip
     return {s.key: s for s in found}
 
 
