@@ -46,7 +46,9 @@ class Scenario:
     expected: Callable[[Home], list[Expected]]
     setup: Callable[[Driver, Home], None] | None = None
     finals: tuple[str, ...] = ()  # words of the final answers
-    sidechain_words: tuple[str, ...] = field(default=())  # words only subagent entries hold
+    # words only the subagent's transcript holds (its answer also returns to the parent as the
+    # Agent call's result, so it is not one of them)
+    sidechain_words: tuple[str, ...] = field(default=())
     sdk: bool = False  # written by a Node script with Pi's SessionManager, not by the CLI
     entries: int = 0  # entries the main session must index (active branch)
     sidechain_entries: int = 0  # entries the subagent's session must index
@@ -239,7 +241,7 @@ def _all() -> dict[str, Scenario]:
         ]  # fmt: skip
     found += [
         Scenario("claude", "subagent", _subagent_steps, _subagent_expected,
-                 finals=("FINALSUBAGENTQ7",), sidechain_words=("SUBOUTQ7", "SUBFINALQ7"),
+                 finals=("FINALSUBAGENTQ7",), sidechain_words=("SUBOUTQ7",),
                  entries=4, sidechain_entries=4),
         # user, the codemode call, its result, one child per nested call (3), the answer
         Scenario("pi", "codemode", _codemode_steps, _codemode_expected, setup=_mcp_codemode,
