@@ -13,7 +13,7 @@ import json
 import subprocess
 import sys
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -35,20 +35,29 @@ class Indexed:
     config_path: Path
     config: Config
     run_output: str
+    # the index never changes after ``index``: what was read once is kept
+    _entries: dict[tuple[str, str], list[dict[str, Any]]] = field(default_factory=dict)
+    _sessions: list[dict[str, Any]] | None = None
 
     def backend(self) -> Backend:
         return Backend(self.config, server="off")
 
     def sessions(self) -> list[dict[str, Any]]:
-        with self.backend() as engine:
-            found: list[dict[str, Any]] = engine.sessions({"scope": "global"}, cwd="/")["sessions"]
-        return found
+        if self._sessions is None:
+            with self.backend() as engine:
+                self._sessions = engine.sessions({"scope": "global"}, cwd="/")["sessions"]
+        return list(self._sessions)
 
     def states(self) -> list[SessionState]:
         return list(open_snapshot(self.config.index_dir).manifest.sessions)
 
     def entries(self, session: str, branches: str = "active") -> list[dict[str, Any]]:
         """Every entry of *session* in one branch mode, paged through ``memory.expand``."""
+        if (session, branches) not in self._entries:
+            self._entries[session, branches] = self._read_entries(session, branches)
+        return list(self._entries[session, branches])
+
+    def _read_entries(self, session: str, branches: str) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []
         with self.backend() as engine:
             first = 0

@@ -23,7 +23,7 @@ from tests.conformance.fake_model import FakeModel
 from tests.conformance.scenarios import Scenario
 from tests.conformance.toolchain import Toolchain
 
-__all__ = ["PiBranch", "Produced", "capture", "produce", "produce_pi_branch"]
+__all__ = ["PiBranch", "Produced", "capture", "produce", "produce_pi_branch", "record_types"]
 
 
 class ScriptMismatch(AssertionError):
@@ -109,3 +109,40 @@ def produce_pi_branch(scenario: Scenario, chain: Toolchain, base: Path) -> PiBra
     if target:
         capture(produced, Path(target))
     return PiBranch(produced, verdict)
+
+
+def record_types(files: tuple[Path, ...], agent: str) -> dict[str, int]:
+    """How many records of each type the writer wrote, by its own typed fields only:
+    Pi ``type`` (+ ``message.role``), Claude ``type`` (+ ``attachment.type``), Codex ``type``
+    (+ ``payload.type``, + ``payload.item.type``). ``ops/conformance --latest`` diffs these."""
+    counts: dict[str, int] = {}
+    for path in files:
+        for line in path.read_bytes().splitlines():
+            try:
+                record = json.loads(line)
+            except ValueError:
+                name = "(not json)"
+            else:
+                name = _record_type(record, agent) if isinstance(record, dict) else "(not object)"
+            counts[name] = counts.get(name, 0) + 1
+    return dict(sorted(counts.items()))
+
+
+def _record_type(record: dict[str, Any], agent: str) -> str:
+    parts = [str(record.get("type"))]
+    if agent == "pi":
+        message = record.get("message")
+        if isinstance(message, dict):
+            parts.append(str(message.get("role")))
+    elif agent == "claude":
+        attachment = record.get("attachment")
+        if isinstance(attachment, dict):
+            parts.append(str(attachment.get("type")))
+    else:
+        payload = record.get("payload")
+        if isinstance(payload, dict) and "type" in payload:
+            parts.append(str(payload["type"]))
+            item = payload.get("item")
+            if isinstance(item, dict) and "type" in item:
+                parts.append(str(item["type"]))
+    return "/".join(parts)

@@ -7,11 +7,20 @@ from pathlib import Path
 from tests.conformance.agents import DRIVERS
 from tests.conformance.fake_model import FakeModel
 from tests.conformance.indexed import Indexed, index
-from tests.conformance.produce import PiBranch, Produced, produce, produce_pi_branch
+from tests.conformance.produce import (
+    PiBranch,
+    Produced,
+    produce,
+    produce_pi_branch,
+    record_types,
+)
 from tests.conformance.scenarios import SCENARIOS
 from tests.conformance.toolchain import Toolchain
 
-__all__ = ["Runs"]
+__all__ = ["SEEN", "Runs"]
+
+SEEN: dict[str, dict[str, int]] = {}
+"""Record types each produced scenario's files hold (``record_types``), for the run report."""
 
 
 class Runs:
@@ -38,6 +47,9 @@ class Runs:
             except BaseException as exc:  # remembered: the next test of this scenario says so too
                 self._produced[key] = exc
         found = self._produced[key]
+        if not isinstance(found, BaseException):
+            made = found.produced if isinstance(found, PiBranch) else found
+            SEEN[key] = record_types(made.files, made.scenario.agent)
         if isinstance(found, BaseException):
             raise AssertionError(f"scenario {key} could not be produced: {found}") from found
         return found
