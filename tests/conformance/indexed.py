@@ -119,13 +119,16 @@ class Indexed:
         return status
 
 
-def index(home: Home, base: Path) -> Indexed:
+def index(home: Home, base: Path, *, hot_sessions: int | None = None) -> Indexed:
+    """Index *home*'s sessions into ``base/index``; ``hot_sessions=0`` makes every session cold."""
     base.mkdir(parents=True, exist_ok=True)
     lines = ["[sources]"]
     for agent in AGENTS:
         root = home.sessions if agent == home.agent else base / f"no-{agent}"
         lines.append(f'{agent} = "{root}"')
     lines += ["[memory]", f'indexDir = "{base / "index"}"']
+    if hot_sessions is not None:
+        lines.append(f"hotSessions = {hot_sessions}")
     config_path = base / "config.toml"
     config_path.write_text("\n".join(lines) + "\n")
     done = subprocess.run(

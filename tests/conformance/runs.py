@@ -63,8 +63,12 @@ class Runs:
         assert isinstance(found, PiBranch)
         return found
 
-    def indexed(self, key: str) -> Indexed:
-        if key not in self._indexed:
+    def indexed(self, key: str, *, cold: bool = False) -> Indexed:
+        """The scenario indexed; ``cold`` with every session cold (digests only, no shards)."""
+        name = f"{key}/cold" if cold else key
+        if name not in self._indexed:
             produced = self.produced(key)
-            self._indexed[key] = index(produced.home, self.base / "index" / key)
-        return self._indexed[key]
+            self._indexed[name] = index(
+                produced.home, self.base / "index" / name, hot_sessions=0 if cold else None
+            )
+        return self._indexed[name]

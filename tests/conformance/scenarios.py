@@ -172,6 +172,17 @@ def _mcp_expected(agent: str) -> Callable[[Home], list[Expected]]:
     return expected
 
 
+def _unapproved_steps(home: Home) -> list[Step]:
+    # Without default_tools_approval_mode Codex refuses the call ("requires approval, but
+    # approval policy is never"): a failed MCP call the server never saw.
+    turns = (Turn.tool(MCP_OK, word="refused"), Turn.say("It was refused FINALREFUSEDQ7"))
+    return [Step("Look up a word without approval PROMPTREFUSEDQ7", turns)]
+
+
+def _unapproved_expected(home: Home) -> list[Expected]:
+    return [Expected(MCP_OK, "failed", provider=MCP_SERVER, action="lookup")]
+
+
 # ---------------------------------------------------------------------------------- subagent
 
 
@@ -243,6 +254,8 @@ def _all() -> dict[str, Scenario]:
         Scenario("claude", "subagent", _subagent_steps, _subagent_expected,
                  finals=("FINALSUBAGENTQ7",), sidechain_words=("SUBOUTQ7",),
                  entries=4, sidechain_entries=4),
+        Scenario("codex", "mcp-unapproved", _unapproved_steps, _unapproved_expected,
+                 setup=_mcp_direct, finals=("FINALREFUSEDQ7",), entries=4),
         # user, the codemode call, its result, one child per nested call (3), the answer
         Scenario("pi", "codemode", _codemode_steps, _codemode_expected, setup=_mcp_codemode,
                  finals=("FINALCODEMODEQ7",), entries=7),

@@ -69,7 +69,7 @@ def test_tool_and_outcome_filters_find_each_call(runs: Runs, key: str) -> None:
 
 
 @pytest.mark.parametrize(
-    "key", [k for k in TOOL_SCENARIOS if SCENARIOS[k].name in ("mcp", "codemode")]
+    "key", [k for k in TOOL_SCENARIOS if SCENARIOS[k].name in ("mcp", "codemode", "mcp-unapproved")]
 )
 def test_mcp_calls_are_named_by_server_and_tool(runs: Runs, key: str) -> None:
     indexed = runs.indexed(key)
@@ -90,6 +90,20 @@ def test_mcp_calls_are_named_by_server_and_tool(runs: Runs, key: str) -> None:
                 f"{key}: recall {filters} does not find the {e.tool} call "
                 f"(hits: {[h.get('tool') for h in hits]})"
             )
+
+
+@pytest.mark.parametrize("agent", AGENTS)
+def test_mcp_filters_find_cold_sessions_too(runs: Runs, agent: str) -> None:
+    """A cold session answers filters from its digest: the same names must be in it."""
+    indexed = runs.indexed(f"{agent}/mcp", cold=True)
+    assert all(s["tier"] == "cold" for s in indexed.sessions()), "the session is not cold"
+    for filters in (
+        {"tool": MCP_ERR, "outcome": "failed"},
+        {"provider": MCP_SERVER, "action": "explode"},
+        {"ref": f"{MCP_SERVER}.explode"},
+    ):
+        hits = indexed.recall(**filters)
+        assert hits, f"{agent}/mcp (cold): recall {filters} finds nothing"
 
 
 def test_mcp_call_has_one_identity_on_every_agent(runs: Runs) -> None:
