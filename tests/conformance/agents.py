@@ -10,6 +10,7 @@ out of time raises ``AgentFailed`` with its output.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -18,7 +19,7 @@ from pathlib import Path
 
 from tests.conformance.toolchain import Toolchain
 
-__all__ = ["DRIVERS", "AgentFailed", "Driver", "Home"]
+__all__ = ["DRIVERS", "MCP_SERVER", "AgentFailed", "Driver", "Home", "base_env"]
 
 RUN_TIMEOUT_S = 180
 MCP_STUB = Path(__file__).with_name("mcp_stub.py")
@@ -111,7 +112,7 @@ class Driver:
     def prompt(self, home: Home, text: str, *, resume: bool, options: tuple[str, ...] = ()) -> str:
         raise NotImplementedError
 
-    def mcp_add(self, home: Home, name: str, command: list[str]) -> None:
+    def mcp_add(self, home: Home, name: str, command: list[str], *options: str) -> None:
         raise NotImplementedError
 
     def mcp_list(self, home: Home) -> str:
@@ -139,8 +140,6 @@ class PiDriver(Driver):
                 }
             }
         }
-        import json
-
         (agent_dir / "models.json").write_text(json.dumps(models))
 
     def env(self, home: Home) -> dict[str, str]:

@@ -221,7 +221,7 @@ def _event(kind: str, **fields: Any) -> bytes:
 
 
 def _messages_events(turn: Turn) -> Iterator[bytes]:
-    message = {
+    message: dict[str, Any] = {
         "id": _id("msg_"), "type": "message", "role": "assistant", "model": "fake-1",
         "content": [], "stop_reason": None, "stop_sequence": None,
         "usage": {"input_tokens": 100, "output_tokens": 1},

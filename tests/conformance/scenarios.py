@@ -15,7 +15,15 @@ from dataclasses import dataclass, field
 from tests.conformance.agents import MCP_SERVER, Driver, Home
 from tests.conformance.fake_model import Turn
 
-__all__ = ["SCENARIOS", "Expected", "Scenario", "Step", "scenario"]
+__all__ = [
+    "MCP_ERR",
+    "MCP_OK",
+    "MCP_SERVER",
+    "SCENARIOS",
+    "Expected",
+    "Scenario",
+    "Step",
+]
 
 
 @dataclass(frozen=True)
@@ -60,11 +68,11 @@ class Scenario:
 
 def _mcp_direct(driver: Driver, home: Home) -> None:
     options = ("--exposure", "direct") if driver.agent == "pi" else ()
-    driver.mcp_add(home, MCP_SERVER, driver.stub_command(), *options)  # type: ignore[call-arg]
+    driver.mcp_add(home, MCP_SERVER, driver.stub_command(), *options)
 
 
 def _mcp_codemode(driver: Driver, home: Home) -> None:
-    driver.mcp_add(home, MCP_SERVER, driver.stub_command())  # type: ignore[call-arg]
+    driver.mcp_add(home, MCP_SERVER, driver.stub_command())
 
 
 FAIL_CMD = "echo SHELLOUTQ7; exit 3"
@@ -83,6 +91,7 @@ def _shell_steps(agent: str) -> Callable[[Home], list[Step]]:
     def steps(home: Home) -> list[Step]:
         prompt = "Read the notes and run the failing command PROMPTSHELLQ7"
         final = Turn.say("The command failed with exit 3 FINALSHELLQ7")
+        turns: tuple[Turn, ...]
         if agent == "pi":
             turns = (Turn.tool("read", path=_notes(home)), Turn.tool("bash", command=FAIL_CMD))
         elif agent == "claude":
@@ -267,7 +276,3 @@ def _all() -> dict[str, Scenario]:
 
 
 SCENARIOS = _all()
-
-
-def scenario(key: str) -> Scenario:
-    return SCENARIOS[key]

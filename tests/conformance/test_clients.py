@@ -21,7 +21,7 @@ def _registered(runs: Runs, agent: str, tmp_path: Path, *options: str) -> tuple[
     home = Home(tmp_path / agent, agent)
     driver.prepare(home)
     command = [str(QUERY), "mcp", "--config", str(indexed.config_path)]
-    driver.mcp_add(home, "sessiondex", command, *options)  # type: ignore[call-arg]
+    driver.mcp_add(home, "sessiondex", command, *options)
     return home, driver.mcp_list(home)
 
 
