@@ -6,8 +6,9 @@ an ordered list of turns, each either tool calls or a final answer. Every model 
 the next turn, whatever API it came in on, so one scenario reads the same on every agent. When
 the script runs out the server answers a plain final text and counts an overrun, which the
 harness reports as a failure: that is the loop guard (an agent re-prompting forever stops after
-one extra turn instead of spinning). The server runs on a daemon thread and stops with
-``close()`` (fixture teardown) or with the process.
+one extra turn instead of spinning, and after ``MAX_OVERRUNS`` every request is refused). The
+server runs on a daemon thread and stops with ``close()`` (fixture teardown) or with the
+process.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from typing import Any
 __all__ = ["Call", "FakeModel", "Turn"]
 
 OVERRUN_TEXT = "The scripted model has no more turns."
+MAX_OVERRUNS = 3  # then every request is refused with a 400, which no CLI retries
 
 
 @dataclass(frozen=True)
@@ -149,6 +151,10 @@ class _Handler(BaseHTTPRequestHandler):
                 self.shared.served += 1
             else:
                 self.shared.overruns += 1
+                if self.shared.overruns > MAX_OVERRUNS:
+                    refusal = {"type": "invalid_request_error", "message": "turn cap reached"}
+                    self._json({"type": "error", "error": refusal}, status=400)
+                    return
                 turn = Turn.say(OVERRUN_TEXT)
         if path.endswith("/chat/completions"):
             events = _chat_events(turn, body)

@@ -25,9 +25,11 @@ const rootAnswer = sm.appendMessage(assistant("Root answer FINALROOTQ7"));
 sm.appendMessage(user("Abandoned prompt PROMPTABANDONEDQ7"));
 sm.appendMessage(assistant("Abandoned answer FINALABANDONEDQ7"));
 sm.branch(rootAnswer);
-sm.appendMessage(user("Active prompt PROMPTACTIVEQ7"));
+const active = sm.appendMessage(user("Active prompt PROMPTACTIVEQ7"));
 sm.appendContextEdit(root, null); // the root prompt leaves the model's context, not the history
 sm.appendMessage(assistant("Active answer FINALACTIVEQ7"));
+sm.appendContextEdit(active, { content: "A shorter prompt REPLACEMENTQ7" }); // in context only
+sm.appendUsage("turn", "fake", "fake-1", usage); // token accounting, no conversation
 
 const ids = (entries) => entries.map((e) => ({ id: e.id, type: e.type, role: e.message?.role }));
 process.stdout.write(JSON.stringify({

@@ -78,21 +78,27 @@ def test_pi_abandoned_branch_is_found_only_with_all_branches(runs: Runs) -> None
     )
 
 
-def test_pi_context_edited_entry_stays_searchable_and_says_so(runs: Runs) -> None:
-    """A context_edit with replacement null takes the root prompt out of the model's context
-    only: the raw history keeps it, so recall still finds it, marked as edited out."""
+@pytest.mark.parametrize(
+    ("word", "edit"), [("PROMPTROOTQ7", "omitted"), ("PROMPTACTIVEQ7", "replaced")]
+)
+def test_pi_context_edited_entry_stays_searchable_and_says_so(
+    runs: Runs, word: str, edit: str
+) -> None:
+    """A context_edit takes an entry out of the model's context (replacement null) or replaces
+    its content there; the raw history keeps it, so recall still finds it by its own words,
+    and the entry says how it was edited."""
     branch = runs.pi_branch()
     edits = [e for e in branch.verdict["branch"] if e["type"] == "context_edit"]
-    assert edits, "pi/branch: the SDK script wrote no context_edit entry"
+    assert len(edits) == 2, f"pi/branch: the SDK script wrote {len(edits)} context_edit entries"
     indexed = runs.indexed("pi/branch")
-    hits = indexed.recall(query="PROMPTROOTQ7")
+    hits = indexed.recall(query=word)
     assert [h.get("role") for h in hits] == ["user"], (
-        f"pi/branch: the context-edited root prompt must stay one searchable user entry: {hits}"
+        f"pi/branch: the context-edited prompt {word} must stay one searchable user entry: {hits}"
     )
     (session,) = indexed.sessions()
-    root = branch.verdict["branch"][0]["id"]
-    (entry,) = [e for e in indexed.entries(session["file"]) if e["entryId"] == root]
-    assert entry.get("contextEdited") == "omitted", (
-        f"pi/branch: the root prompt was omitted from context by a context_edit; its entry "
-        f"must say so (contextEdited='omitted'); entry keys: {sorted(entry)}"
+    (entry,) = [e for e in indexed.entries(session["file"]) if word in e.get("text", "")]
+    assert entry.get("contextEdited") == edit, (
+        f"pi/branch: the prompt {word} was {edit} in the model's context by a context_edit; "
+        f"its entry must say so (contextEdited={edit!r}); entry: "
+        f"{ {k: v for k, v in entry.items() if k != 'textRange'} }"
     )
