@@ -119,7 +119,9 @@ class Driver:
         raise NotImplementedError
 
     def stub_command(self) -> list[str]:
-        return [sys.executable, str(MCP_STUB)]
+        # -I -S: no site packages to import, so the stub answers before Claude Code's first
+        # model request leaves even on a loaded machine (it abandons a server still starting)
+        return [sys.executable, "-I", "-S", str(MCP_STUB)]
 
 
 class PiDriver(Driver):
