@@ -52,7 +52,8 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
         if report.outcome != "passed":
             text = str(report.longrepr) if report.longrepr is not None else ""
             errors = [x[1:].strip() for x in text.splitlines() if x.startswith("E ")]
-            message = (errors[0] if errors else text.strip().splitlines()[-1:] or [""])[0]
+            lines = text.strip().splitlines()
+            message = errors[0] if errors else (lines[-1] if lines else "")
         previous = _OUTCOMES.get(report.nodeid)
         if previous is None or previous["outcome"] == "passed":
             _OUTCOMES[report.nodeid] = {"outcome": report.outcome, "message": message[:500]}
