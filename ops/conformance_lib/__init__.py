@@ -1,0 +1,1 @@
+"""ops/conformance: run the conformance suite pinned, or pinned and latest with a comparison."""

@@ -1,0 +1,3 @@
+from conformance_lib.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,235 @@
+"""Drivers for the real CLIs: a scratch home per run, the fake model wired in, one prompt per call.
+
+Each driver writes the agent's own configuration into a scratch ``HOME`` (``CODEX_HOME`` for
+Codex) so that nothing reads or touches a real home, points the agent at the fake model, plants
+a unique *system marker* in the project's ``AGENTS.md`` / ``CLAUDE.md`` (and Pi's appended
+system prompt) so the assertions can prove that system prompts never become conversation text,
+and runs the CLI non-interactively with a bounded timeout. A CLI that exits non-zero or runs
+out of time raises ``AgentFailed`` with its output.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from tests.conformance.toolchain import Toolchain
+
+__all__ = ["DRIVERS", "MCP_SERVER", "AgentFailed", "Driver", "Home", "base_env"]
+
+RUN_TIMEOUT_S = 180
+MCP_STUB = Path(__file__).with_name("mcp_stub.py")
+MCP_SERVER = "needle"
+
+
+class AgentFailed(RuntimeError):
+    """A CLI run exited non-zero or timed out."""
+
+
+@dataclass(frozen=True)
+class Home:
+    """A scratch home for one scenario of one agent."""
+
+    root: Path
+    agent: str
+
+    @property
+    def work(self) -> Path:
+        return self.root / "work"
+
+    @property
+    def marker(self) -> str:
+        """A word planted only in system-prompt sources (AGENTS.md, CLAUDE.md, Pi's prompt)."""
+        return f"SYSMARK{self.agent.upper()}Q7"
+
+    @property
+    def sessions(self) -> Path:
+        return {
+            "pi": self.root / ".pi" / "agent" / "sessions",
+            "claude": self.root / ".claude" / "projects",
+            "codex": self.root / ".codex" / "sessions",
+        }[self.agent]
+
+    def session_files(self) -> list[Path]:
+        if not self.sessions.is_dir():
+            return []
+        return sorted(p for p in self.sessions.rglob("*.jsonl") if p.is_file())
+
+
+def base_env(home: Home, extra_path: Path | None = None) -> dict[str, str]:
+    path = os.environ.get("PATH", "/usr/bin:/bin")
+    if extra_path is not None:
+        path = f"{extra_path}{os.pathsep}{path}"
+    return {
+        "PATH": path,
+        "HOME": str(home.root),
+        "LANG": "C.UTF-8",
+        "TERM": "dumb",
+        "NO_COLOR": "1",
+        "TMPDIR": os.environ.get("TMPDIR", "/tmp"),
+    }
+
+
+def _run(argv: list[str], env: dict[str, str], cwd: Path) -> str:
+    try:
+        done = subprocess.run(
+            argv, env=env, cwd=cwd, stdin=subprocess.DEVNULL, capture_output=True, text=True,
+            timeout=RUN_TIMEOUT_S,
+        )  # fmt: skip
+    except subprocess.TimeoutExpired as exc:
+        raise AgentFailed(f"{argv[0]} timed out after {RUN_TIMEOUT_S} s: {argv[1:]}") from exc
+    if done.returncode != 0:
+        raise AgentFailed(
+            f"{' '.join(argv)} exited {done.returncode}\n--- stdout\n{done.stdout[-3000:]}"
+            f"\n--- stderr\n{done.stderr[-3000:]}"
+        )
+    return done.stdout
+
+
+class Driver:
+    """One agent CLI. Subclasses say how to configure, prompt, resume and register MCP."""
+
+    agent: str
+
+    def __init__(self, chain: Toolchain, model_url: str) -> None:
+        self.chain = chain
+        self.model_url = model_url
+
+    def prepare(self, home: Home) -> None:
+        home.work.mkdir(parents=True, exist_ok=True)
+        text = f"Project rules. Always be terse. {home.marker}\n"
+        (home.work / "AGENTS.md").write_text(text)
+        (home.work / "CLAUDE.md").write_text(text)
+        (home.work / "notes.txt").write_text("notes for the conformance read call\n")
+
+    def env(self, home: Home) -> dict[str, str]:
+        return base_env(home)
+
+    def prompt(self, home: Home, text: str, *, resume: bool, options: tuple[str, ...] = ()) -> str:
+        raise NotImplementedError
+
+    def mcp_add(self, home: Home, name: str, command: list[str], *options: str) -> None:
+        raise NotImplementedError
+
+    def mcp_list(self, home: Home) -> str:
+        raise NotImplementedError
+
+    def stub_command(self) -> list[str]:
+        # -I -S: no site packages to import, so the stub answers before Claude Code's first
+        # model request leaves even on a loaded machine (it abandons a server still starting)
+        return [sys.executable, "-I", "-S", str(MCP_STUB)]
+
+
+class PiDriver(Driver):
+    agent = "pi"
+
+    def prepare(self, home: Home) -> None:
+        super().prepare(home)
+        agent_dir = home.root / ".pi" / "agent"
+        agent_dir.mkdir(parents=True, exist_ok=True)
+        zero = {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0}
+        models = {
+            "providers": {
+                "fake": {
+                    "baseUrl": f"{self.model_url}/v1",
+                    "api": "openai-completions",
+                    "apiKey": "x",
+                    "models": [{"id": "fake-1", "cost": zero}],
+                }
+            }
+        }
+        (agent_dir / "models.json").write_text(json.dumps(models))
+
+    def env(self, home: Home) -> dict[str, str]:
+        return base_env(home, self.chain.node_bin)
+
+    def prompt(self, home: Home, text: str, *, resume: bool, options: tuple[str, ...] = ()) -> str:
+        argv = [str(self.chain.pi), "-p"]
+        if resume:
+            argv.append("-c")
+        argv += ["--provider", "fake", "--model", "fake-1"]
+        argv += ["--append-system-prompt", f"Appended rule {home.marker}", *options, text]
+        return _run(argv, self.env(home), home.work)
+
+    def mcp_add(self, home: Home, name: str, command: list[str], *options: str) -> None:
+        _run([str(self.chain.pi), "mcp", "add", name, *options, "--", *command],
+             self.env(home), home.work)  # fmt: skip
+
+    def mcp_list(self, home: Home) -> str:
+        return _run([str(self.chain.pi), "mcp", "list"], self.env(home), home.work)
+
+
+class ClaudeDriver(Driver):
+    agent = "claude"
+
+    def env(self, home: Home) -> dict[str, str]:
+        return {
+            **base_env(home),
+            "ANTHROPIC_BASE_URL": self.model_url,
+            "ANTHROPIC_API_KEY": "dummy",
+            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+            "DISABLE_AUTOUPDATER": "1",
+            "DISABLE_TELEMETRY": "1",
+            "DISABLE_ERROR_REPORTING": "1",
+        }
+
+    def prompt(self, home: Home, text: str, *, resume: bool, options: tuple[str, ...] = ()) -> str:
+        # The prompt goes before --allowedTools, which would otherwise take it as a tool name.
+        argv = [str(self.chain.claude), "-p"]
+        if resume:
+            argv.append("--continue")
+        argv += [text, *options]
+        return _run(argv, self.env(home), home.work)
+
+    def mcp_add(self, home: Home, name: str, command: list[str], *options: str) -> None:
+        _run([str(self.chain.claude), "mcp", "add", *options, name, "--", *command],
+             self.env(home), home.work)  # fmt: skip
+
+    def mcp_list(self, home: Home) -> str:
+        return _run([str(self.chain.claude), "mcp", "list"], self.env(home), home.work)
+
+
+class CodexDriver(Driver):
+    agent = "codex"
+
+    def codex_home(self, home: Home) -> Path:
+        return home.root / ".codex"
+
+    def prepare(self, home: Home) -> None:
+        super().prepare(home)
+        codex_home = self.codex_home(home)
+        codex_home.mkdir(parents=True, exist_ok=True)
+        (codex_home / "config.toml").write_text(
+            'model = "fake-1"\n'
+            'model_provider = "fake"\n'
+            "check_for_update_on_startup = false\n"
+            "[model_providers.fake]\n"
+            'name = "fake"\n'
+            f'base_url = "{self.model_url}/v1"\n'
+            'env_key = "FAKE_API_KEY"\n'
+            'wire_api = "responses"\n'
+            "[analytics]\n"
+            "enabled = false\n"
+        )
+
+    def env(self, home: Home) -> dict[str, str]:
+        return {**base_env(home), "CODEX_HOME": str(self.codex_home(home)), "FAKE_API_KEY": "x"}
+
+    def prompt(self, home: Home, text: str, *, resume: bool, options: tuple[str, ...] = ()) -> str:
+        argv = [str(self.chain.codex), "exec", "--skip-git-repo-check", *options]
+        argv += ["resume", "--last", text] if resume else [text]
+        return _run(argv, self.env(home), home.work)
+
+    def mcp_add(self, home: Home, name: str, command: list[str], *options: str) -> None:
+        _run([str(self.chain.codex), "mcp", "add", *options, name, "--", *command],
+             self.env(home), home.work)  # fmt: skip
+
+    def mcp_list(self, home: Home) -> str:
+        return _run([str(self.chain.codex), "mcp", "list"], self.env(home), home.work)
+
+
+DRIVERS: dict[str, type[Driver]] = {"pi": PiDriver, "claude": ClaudeDriver, "codex": CodexDriver}

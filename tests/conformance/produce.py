@@ -1,0 +1,148 @@
+"""Run one scenario with the real CLI and collect the session files it wrote.
+
+``produce`` loads each step's turns into the fake model, runs the CLI (resuming when the step
+says so) and checks that the model was asked exactly as many times as the script has turns: a
+CLI that asked fewer times stopped early, one that asked more would have looped (the fake model
+answers overruns with a final text, which ends any loop after one extra turn). With
+``$SESSIONDEX_CONFORMANCE_CAPTURE`` set, the files are also copied to
+``<capture>/<agent>/<scenario>/`` for people fixing the adapters.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tests.conformance.agents import AgentFailed, Driver, Home, base_env
+from tests.conformance.fake_model import FakeModel
+from tests.conformance.scenarios import Scenario
+from tests.conformance.toolchain import Toolchain
+
+__all__ = ["PiBranch", "Produced", "capture", "produce", "produce_pi_branch", "record_types"]
+
+
+class ScriptMismatch(AssertionError):
+    """The CLI asked the fake model fewer or more times than the scenario's script has turns."""
+
+
+@dataclass(frozen=True)
+class Produced:
+    scenario: Scenario
+    home: Home
+    files: tuple[Path, ...]
+    outputs: tuple[str, ...]
+
+
+def produce(scenario: Scenario, driver: Driver, model: FakeModel, base: Path) -> Produced:
+    home = Home(base / scenario.agent / scenario.name, scenario.agent)
+    if home.root.exists():
+        shutil.rmtree(home.root)
+    driver.prepare(home)
+    if scenario.setup is not None:
+        scenario.setup(driver, home)
+    outputs = []
+    for number, step in enumerate(scenario.steps(home), 1):
+        model.load(list(step.turns))
+        outputs.append(driver.prompt(home, step.prompt, resume=step.resume, options=step.options))
+        if model.remaining or model.overruns:
+            paths = [r.path for r in model.requests]
+            raise ScriptMismatch(
+                f"{scenario.key} step {number}: the CLI asked the model {len(paths)} times, "
+                f"the script has {len(step.turns)} turns (requests: {paths}); CLI output:\n"
+                f"{outputs[-1][-2000:]}"
+            )
+    files = tuple(home.session_files())
+    produced = Produced(scenario, home, files, tuple(outputs))
+    target = os.environ.get("SESSIONDEX_CONFORMANCE_CAPTURE")
+    if target:
+        capture(produced, Path(target))
+    return produced
+
+
+def capture(produced: Produced, target: Path) -> None:
+    folder = target / produced.scenario.agent / produced.scenario.name
+    if folder.exists():
+        shutil.rmtree(folder)
+    folder.mkdir(parents=True)
+    for path in produced.files:
+        relative = path.relative_to(produced.home.sessions)
+        dest = folder / relative
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(path, dest)
+        meta = path.with_suffix(".meta.json")
+        if meta.exists():
+            shutil.copy2(meta, dest.with_suffix(".meta.json"))
+
+
+PI_BRANCH_SCRIPT = Path(__file__).with_name("pi_branch.mjs")
+
+
+@dataclass(frozen=True)
+class PiBranch:
+    """A branched Pi session written by the SDK, and Pi's own view of its active path."""
+
+    produced: Produced
+    verdict: dict[str, Any]  # {file, leaf, branch: [{id, type, role}], context: [...], all: [...]}
+
+
+def produce_pi_branch(scenario: Scenario, chain: Toolchain, base: Path) -> PiBranch:
+    home = Home(base / scenario.agent / scenario.name, scenario.agent)
+    if home.root.exists():
+        shutil.rmtree(home.root)
+    home.work.mkdir(parents=True)
+    folder = home.sessions / "--branch--"
+    folder.mkdir(parents=True)
+    package = chain.pi.parent.parent / "@earendil-works" / "pi-coding-agent"
+    argv = [str(chain.node_bin / "node"), str(PI_BRANCH_SCRIPT), str(package), str(home.work),
+            str(folder)]  # fmt: skip
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=120, env=base_env(home))
+    if done.returncode != 0:
+        raise AgentFailed(f"pi_branch.mjs exited {done.returncode}:\n{done.stderr[-3000:]}")
+    verdict = json.loads(done.stdout)
+    produced = Produced(scenario, home, tuple(home.session_files()), (done.stdout,))
+    target = os.environ.get("SESSIONDEX_CONFORMANCE_CAPTURE")
+    if target:
+        capture(produced, Path(target))
+    return PiBranch(produced, verdict)
+
+
+def record_types(files: tuple[Path, ...], agent: str) -> dict[str, int]:
+    """How many records of each type the writer wrote, by its own typed fields only:
+    Pi ``type`` (+ ``message.role``), Claude ``type`` (+ ``attachment.type``), Codex ``type``
+    (+ ``payload.type``, + ``payload.item.type``). ``ops/conformance --latest`` diffs these."""
+    counts: dict[str, int] = {}
+    for path in files:
+        for line in path.read_bytes().splitlines():
+            try:
+                record = json.loads(line)
+            except ValueError:
+                name = "(not json)"
+            else:
+                name = _record_type(record, agent) if isinstance(record, dict) else "(not object)"
+            counts[name] = counts.get(name, 0) + 1
+    return dict(sorted(counts.items()))
+
+
+def _record_type(record: dict[str, Any], agent: str) -> str:
+    parts = [str(record.get("type"))]
+    if agent == "pi":
+        message = record.get("message")
+        if isinstance(message, dict):
+            parts.append(str(message.get("role")))
+    elif agent == "claude":
+        attachment = record.get("attachment")
+        if isinstance(attachment, dict):
+            parts.append(str(attachment.get("type")))
+    else:
+        payload = record.get("payload")
+        if isinstance(payload, dict) and "type" in payload:
+            parts.append(str(payload["type"]))
+            item = payload.get("item")
+            if isinstance(item, dict) and "type" in item:
+                parts.append(str(item["type"]))
+    return "/".join(parts)
