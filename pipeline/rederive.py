@@ -29,6 +29,7 @@ from dataclasses import dataclass, field, replace
 from stages.claude.source import read_claude
 from stages.codex.source import read_codex
 from stages.digest import SessionFold, ViewInput, build_entries, build_shard, summarize
+from stages.drift import versioned
 from stages.lineage import BRANCH_MODES, lineage
 from stages.normalize import normalize
 from stages.normalized import EntryMemo, NormalizeResult
@@ -68,6 +69,7 @@ class Rederived:
     entries: SessionEntries
     views: tuple[ViewSummary, ...]
     rederive: Rederive
+    unknown: tuple[tuple[str, str, int], ...] = ()  # SessionState.unknown_records
 
 
 def parsed_state(agent: str, data: bytes, views: Sequence[ViewInput]) -> Rederive | None:
@@ -156,6 +158,7 @@ def rederive(
             bytes=rd.bytes + new_bytes,
             memo=rd.memo,
         ),
+        unknown=versioned(session.writer_version, session.unknown),
     )
 
 

@@ -4,7 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["Policy"]
+__all__ = ["DERIVATION", "Policy"]
+
+
+# What the stages make of the same lines and policy; bump it when entries change (new fields,
+# other identities) so records built before are derived again rather than reused.
+DERIVATION = 2
 
 
 @dataclass(frozen=True, slots=True)
@@ -20,5 +25,6 @@ class Policy:
         return (
             f"entry:{self.max_entry_chars};thinking:{str(self.index_thinking).lower()};"
             f"tool-output:{str(self.index_tool_output).lower()};"
-            f"vocab:{self.max_cold_vocabulary_bytes};cache:{self.max_cold_cache_bytes}"
+            f"vocab:{self.max_cold_vocabulary_bytes};cache:{self.max_cold_cache_bytes};"
+            f"derivation:{DERIVATION}"
         )

@@ -42,6 +42,7 @@ __all__ = [
     "SessionState",
     "ShardView",
     "SkippedFile",
+    "TOOL_FAMILIES",
     "SourceEvent",
     "ViewSummary",
     "session_records",
@@ -50,6 +51,9 @@ __all__ = [
 SCHEMA_VERSION = 1
 
 Wire = list[Any]
+
+TOOL_FAMILIES = ("shell", "read", "edit", "write", "search", "mcp", "subagent", "web", "other")
+"""The kinds of tool ``NormalizedEntry.family`` names (``stages.families`` fills it in)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +64,9 @@ class NormalizedEntry:
     ``SessionEntries`` and cut to ``maxEntryChars`` Unicode scalars in ``HotShard``
     (``truncated`` says so). ``line``/``offset`` locate the carrier record in the source
     (1-based line, byte offset of the line start); child records share their carrier's.
+    ``family`` is the kind of tool (``TOOL_FAMILIES``) of an entry with a tool;
+    ``context_edited`` is ``omitted`` or ``replaced`` when a later Pi ``context_edit`` took the
+    entry out of the model's context (the entry keeps its raw text).
     """
 
     index: int
@@ -89,6 +96,8 @@ class NormalizedEntry:
     carrier_parent_id: str | None = None
     carrier_from_id: str | None = None
     sidechain: bool = False
+    family: str | None = None
+    context_edited: str | None = None
 
     def to_wire(self) -> Wire:
         return [
@@ -119,6 +128,8 @@ class NormalizedEntry:
             self.carrier_parent_id,
             self.carrier_from_id,
             self.sidechain,
+            self.family,
+            self.context_edited,
         ]
 
     @classmethod
@@ -126,12 +137,13 @@ class NormalizedEntry:
         return cls(
             w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7], w[8], w[9], w[10], w[11], w[12],
             w[13], w[14], w[15], w[16], w[17], w[18], tuple(w[19]), w[20], w[21], w[22], w[23],
-            w[24], w[25], w[26],
+            w[24], w[25], w[26], w[27] if len(w) > 27 else None, w[28] if len(w) > 28 else None,
         )  # fmt: skip
 
 
 # (index, entry_id, operation_address, role, tool, timestamp, ref, provider, action, outcome,
-#  is_error) -- the seed's structural address tuple plus is_error.
+#  is_error, family) -- the seed's structural address tuple plus is_error and the tool family
+# (digests written before the family have 11 fields).
 Address = tuple[
     int,
     str | None,
@@ -144,6 +156,7 @@ Address = tuple[
     str | None,
     str | None,
     bool,
+    str | None,
 ]
 
 
@@ -452,6 +465,9 @@ class SessionState:
     sidechain: bool = False
     index_deltas: tuple[str, ...] = ()
     entries_deltas: tuple[str, ...] = ()
+    # (writer version, record type, count) of every line, item or content-block type the
+    # adapter does not know (``stages.drift``); the version is "" when the file names none.
+    unknown_records: tuple[tuple[str, str, int], ...] = ()
 
     @property
     def stamp(self) -> tuple[int, int, int, int, int]:
@@ -486,6 +502,7 @@ class SessionState:
             self.sidechain,
             list(self.index_deltas),
             list(self.entries_deltas),
+            [list(u) for u in self.unknown_records],
         ]
 
     @classmethod
@@ -494,6 +511,7 @@ class SessionState:
             w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7], w[8], w[9], w[10], w[11], w[12],
             w[13], w[14], w[15], tuple(ViewSummary.from_wire(v) for v in w[16]), w[17],
             tuple(w[18]), tuple(w[19]),
+            tuple((v, t, n) for v, t, n in w[20]) if len(w) > 20 else (),
         )  # fmt: skip
 
 

@@ -49,6 +49,7 @@ from collections.abc import Sequence
 from pathlib import PurePath
 from typing import Any
 
+from stages.claude.known import claude_drift
 from stages.source import ParseResult, RawRecord, SourceRecord, SourceSession
 
 __all__ = ["AGENT", "LEAF_TYPES", "read_claude"]
@@ -86,6 +87,7 @@ def read_claude(parsed: ParseResult, path: str) -> SourceSession:
     version = _first_str(raws, "version")
     if version is not None:
         extra["cli_version"] = version
+    drift = claude_drift(raws)
     return SourceSession(
         agent=AGENT,
         path=path,
@@ -94,10 +96,12 @@ def read_claude(parsed: ParseResult, path: str) -> SourceSession:
         version=1,
         header=None,
         records=records,
-        reasons=tuple(sorted(reasons)),
+        reasons=tuple(sorted(reasons | drift.reasons())),
         parent_session=parent,
         sidechain=subagent_file,
         extra=extra,
+        writer_version=version or "",
+        unknown=drift.items(),
     )
 
 

@@ -186,12 +186,12 @@ def test_an_entry_is_dropped_only_when_its_text_is_blank_and_it_has_no_role() ->
         {"type": "message", "id": "number-role", "message": {"role": 5, "content": "x"}},
         {"type": "message", "id": "empty-role", "message": {"role": "", "content": "x"}},
         msg("user", "blank-user", content=" \n\t\u3000\ufeff"),
-        msg("system", "unknown-role", content="unknown roles keep their entry, without text"),
+        msg("futureRole", "unknown-role", content="unknown roles keep their entry, without text"),
         {"type": "branch_summary", "id": "bs", "summary": "prose"},
     )
     assert [(e.entry_id, e.role, e.text) for e in entries] == [
         ("blank-user", "user", " \n\t\u3000\ufeff"),
-        ("unknown-role", "system", ""),
+        ("unknown-role", "futureRole", ""),
         ("bs", "branchSummary", ""),
     ]
 
