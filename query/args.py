@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
 from query.errors import InvalidArgument
-from store.names import AGENTS, BRANCH_MODES
+from store.names import AGENTS, BRANCH_MODES, TOOL_FAMILIES
 
 if TYPE_CHECKING:
     from store.records import NormalizedEntry
@@ -30,6 +30,7 @@ __all__ = [
     "QUERY_MODES",
     "RESPONSE_MAX_CHARS",
     "ROLES",
+    "TOOL_FAMILIES",
     "ExpandRequest",
     "Filters",
     "RecallRequest",
@@ -104,6 +105,7 @@ _RECALL_KEYS: Final = frozenset(
         "provider",
         "action",
         "outcome",
+        "kind",
         "agent",
         "since",
         "until",
@@ -270,6 +272,7 @@ class Filters:
     outcome: str | None = None
     since: int | None = None
     until: int | None = None
+    kind: str | None = None  # the tool family (``store.records.TOOL_FAMILIES``)
 
     @property
     def any(self) -> bool:
@@ -284,6 +287,7 @@ class Filters:
                 self.outcome,
                 self.since,
                 self.until,
+                self.kind,
             )
         )
 
@@ -291,7 +295,8 @@ class Filters:
     def operational(self) -> bool:
         """A filter that explicitly asks for operations: provenance weights do not apply."""
         return any(
-            v is not None for v in (self.tool, self.ref, self.provider, self.action, self.outcome)
+            v is not None
+            for v in (self.tool, self.ref, self.provider, self.action, self.outcome, self.kind)
         )
 
     def exact(self) -> tuple[tuple[int, str], ...]:
@@ -304,6 +309,7 @@ class Filters:
             (7, self.provider),
             (8, self.action),
             (9, self.outcome),
+            (11, self.kind),
         ):
             if value is not None:
                 out.append((pos, value))
@@ -322,6 +328,8 @@ class Filters:
             return False
         if self.outcome is not None and e.outcome != self.outcome:
             return False
+        if self.kind is not None and e.family != self.kind:
+            return False
         ts = e.timestamp
         if ts is not None:
             if self.since is not None and ts < self.since:
@@ -339,6 +347,7 @@ class Filters:
             ("provider", self.provider),
             ("action", self.action),
             ("outcome", self.outcome),
+            ("kind", self.kind),
         ):
             if value is not None:
                 out[key] = value
@@ -357,6 +366,7 @@ def _filters(action: str, args: Mapping[str, Any]) -> Filters:
         outcome=outcome,
         since=_epoch_ms(action, args, "since"),
         until=_epoch_ms(action, args, "until"),
+        kind=_choice(action, args, "kind", TOOL_FAMILIES, None),
     )
 
 

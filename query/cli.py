@@ -29,7 +29,7 @@ from typing import Any
 
 import orjson
 
-from query.args import OUTCOMES, QUERY_MATCHES, QUERY_MODES, ROLES
+from query.args import OUTCOMES, QUERY_MATCHES, QUERY_MODES, ROLES, TOOL_FAMILIES
 from query.commands import add_mcp_parser, add_serve_parser
 from query.errors import InvalidArgument, QueryError
 from query.render import render
@@ -93,6 +93,7 @@ def _parser() -> argparse.ArgumentParser:
     rc.add_argument("--provider")
     rc.add_argument("--action")
     rc.add_argument("--outcome", choices=OUTCOMES)
+    rc.add_argument("--kind", choices=TOOL_FAMILIES, help="tool family, e.g. shell or mcp")
     rc.add_argument("--agent", choices=AGENTS)
     rc.add_argument("--since", help="epoch ms, ISO date/time, or an age like 7d / 12h / 30m")
     rc.add_argument("--until", help="epoch ms, ISO date/time (a date means its end), or an age")
@@ -177,7 +178,17 @@ def _recall_args(ns: argparse.Namespace) -> dict[str, Any]:
     _put(args, "queryMode", ns.mode)
     _put(args, "queryMatch", ns.match)
     _put(args, "scope", ns.scope)
-    for key in ("role", "tool", "ref", "provider", "action", "outcome", "agent", "branches"):
+    for key in (
+        "role",
+        "tool",
+        "ref",
+        "provider",
+        "action",
+        "outcome",
+        "kind",
+        "agent",
+        "branches",
+    ):
         _put(args, key, getattr(ns, key))
     try:
         if ns.since is not None:

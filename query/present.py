@@ -82,6 +82,8 @@ def entry_hit(item: EntryItem, plan: Plan, snippet_chars: int, branches: str) ->
     }
     if e.outcome:
         hit["outcome"] = e.outcome
+    if e.family:
+        hit["family"] = e.family
     hit["score"] = wire_score(item.score)
     hit["snippet"] = text
     hit["truncated"] = cut or (e.truncated and not item.shard.complete_text)

@@ -125,6 +125,7 @@ class EntryHit:
     follow: Call
     raw: Mapping[str, Any] = _raw()
     kind: str = "entry"
+    family: str | None = None
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> EntryHit:
@@ -148,6 +149,7 @@ class EntryHit:
             snippet=d.get("snippet", ""),
             truncated=bool(d.get("truncated")),
             follow=Call.from_dict(d["follow"]),
+            family=d.get("family"),
             raw=d,
         )
 
@@ -257,6 +259,8 @@ class Entry:
     carrier_parent_id: str | None = None
     carrier_from_id: str | None = None
     raw: Mapping[str, Any] = _raw()
+    family: str | None = None
+    context_edited: str | None = None
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Entry:
@@ -287,6 +291,8 @@ class Entry:
             carrier_parent_id=d.get("carrierParentId"),
             carrier_from_id=d.get("carrierFromId"),
             raw=d,
+            family=d.get("family"),
+            context_edited=d.get("contextEdited"),
         )
 
 
@@ -386,6 +392,7 @@ class CatalogHead:
     sessions: int
     follow: Call | None
     raw: Mapping[str, Any] = _raw()
+    family: str | None = None
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> CatalogHead:
@@ -400,6 +407,7 @@ class CatalogHead:
             sessions=d.get("sessions", 0),
             follow=Call.maybe(d.get("follow")),
             raw=d,
+            family=d.get("family"),
         )
 
 

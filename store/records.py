@@ -24,7 +24,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from store.names import AGENTS, BRANCH_MODES
+from store.names import AGENTS, BRANCH_MODES, TOOL_FAMILIES
 
 __all__ = [
     "AGENTS",
@@ -51,9 +51,6 @@ __all__ = [
 SCHEMA_VERSION = 1
 
 Wire = list[Any]
-
-TOOL_FAMILIES = ("shell", "read", "edit", "write", "search", "mcp", "subagent", "web", "other")
-"""The kinds of tool ``NormalizedEntry.family`` names (``stages.families`` fills it in)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,8 +125,8 @@ class NormalizedEntry:
             self.carrier_parent_id,
             self.carrier_from_id,
             self.sidechain,
-            self.family,
-            self.context_edited,
+            # Only when set: an entry without them keeps the bytes (and record names) it had.
+            *((self.family, self.context_edited) if self.family or self.context_edited else ()),
         ]
 
     @classmethod
@@ -502,7 +499,7 @@ class SessionState:
             self.sidechain,
             list(self.index_deltas),
             list(self.entries_deltas),
-            [list(u) for u in self.unknown_records],
+            *([[list(u) for u in self.unknown_records]] if self.unknown_records else []),
         ]
 
     @classmethod
