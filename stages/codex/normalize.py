@@ -15,8 +15,11 @@ Mirrors the Pi text rules (reference §1.10) over Codex's typed items (formats �
 * **function_call**, **custom_tool_call**, **local_shell_call**, **web_search_call** → an
   ``assistant`` entry ``Tool: <name>(<args ≤400>)``. ``arguments``/``input`` arrive as JSON text
   (§3.10.2) and are parsed; text that is not a JSON object or array stays the raw string (shown
-  unquoted). ``ref``/``provider``/``action`` are ``codex.<name>``/``codex``/``<name>``;
-  ``operation_address`` is ``<entry id>/call:<call_id>``; ``files_touched`` from typed path keys.
+  unquoted). ``ref``/``provider``/``action`` are ``codex.<name>``/``codex``/``<name>``; an MCP
+  call (0.171.0: ``namespace: "mcp__<server>"``, ``name: "<tool>"``) is named
+  ``mcp__<server>__<tool>`` and has its server's identity, as on every agent
+  (``stages.families``, which also gives ``family``); ``operation_address`` is
+  ``<entry id>/call:<call_id>``; ``files_touched`` from typed path keys.
 * **function_call_output** / **custom_tool_call_output** → a ``toolResult`` entry
   ``toolResult(<name>)[ [error]]: <body>`` in Pi's exact form, paired with its call by
   ``call_id`` (the name; the body only under ``index_tool_output``). Codex writes no error flag
@@ -24,14 +27,19 @@ Mirrors the Pi text rules (reference §1.10) over Codex's typed items (formats �
   carries: the legacy shell JSON ``metadata.exit_code``, a first line ``Exit code: N``
   (freeform shell) or a header line ``Process exited with code N`` before ``Output:``
   (unified exec); an ``event_msg``
-  ``exec_command_end.exit_code`` or ``patch_apply_end.success`` with the same ``call_id`` wins.
-  0/success → ``succeeded``, anything else → ``failed`` (and ``is_error``); none → no outcome.
+  ``exec_command_end.exit_code`` or ``patch_apply_end.success`` with the same ``call_id`` wins,
+  and so does an ``item_completed`` item (0.171.0): ``CommandExecution.exit_code`` (or a failed
+  ``status``), ``McpToolCall.status`` / ``result.isError`` / ``error`` (an MCP output states no
+  failure at all). 0/success → ``succeeded``, anything else → ``failed`` (and ``is_error``);
+  none → no outcome.
 * **compacted** → ``compaction: <message>`` (role ``compactionSummary``) when the message is not
   blank; ``replacement_history`` repeats earlier items and is not indexed again.
-* ``event_msg`` **user_message** / **agent_message** / **agent_reasoning** are display copies of
-  the items above (§3.7, §3.8): each is indexed only when no selected ``response_item`` carries
-  the same text (a rollout trimmed to its events still yields its conversation). A
-  ``user_message`` with a ``kind`` other than ``plain`` is injected context.
+* ``event_msg`` **user_message** / **agent_message** / **agent_reasoning**, and (0.171.0, which
+  writes no user/agent_message events) **item_completed** ``UserMessage`` / ``AgentMessage``,
+  are display copies of the items above (§3.7, §3.8): each is indexed only when no selected
+  ``response_item`` carries the same text (a rollout trimmed to its events still yields its
+  conversation). A ``user_message`` with a ``kind`` other than ``plain`` is injected context.
+  ``world_state``, ``token_usage_record`` and the ``ordinal`` on every line add nothing.
 
 Records of kind ``codex.forked_copy`` (a parent's history copied into a fork) give no entry.
 ``index`` is left 0 for the dispatcher; ``sidechain`` is the session's (subagent rollouts).

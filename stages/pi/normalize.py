@@ -2,7 +2,11 @@
 
 Only ``message``, ``compaction``, ``branch_summary`` and ``custom_message`` records become
 entries (reference §1.10); the header, ``model_change``, ``thinking_level_change``, ``label``,
-``custom``, ``session_info`` and unknown types do not. Text per record:
+``custom``, ``session_info``, ``usage``, ``context_edit`` and unknown types do not, and neither
+does a ``role: "system"`` message (Pi 1.6.0: the system prompt and tool loadout, never
+conversation; a compaction's ``systemMessage`` is not read either). A ``context_edit`` marks its
+target entry ``context_edited`` (``omitted`` when ``replacement`` is null, else ``replaced``;
+the latest selected edit wins) and leaves its text the raw history it is. Text per record:
 
     user              string content, or its text parts joined by "\\n" (images add nothing)
     assistant         text parts, thinking (only with index_thinking; never signatures),
@@ -37,8 +41,12 @@ already carries that address on the assistant entry: one address, one carrier. A
 follow Fabric's conventions (``<assistantEntryId>/call:<toolCallId>``, ``<entryId>/bash``), so
 a branch-summary fact about an abandoned call has the same address as the call itself.
 
-Fabric child entries (execution-trace operations, branch-summary facts) follow their carrier
-immediately; see ``stages.pi.fabric`` and ``stages.pi.branch_details``.
+Fabric child entries (execution-trace operations, branch-summary facts) and nested tool calls
+(``codemode``'s ``nestedCalls`` / ``details.calls``) follow their carrier immediately; see
+``stages.pi.fabric``, ``stages.pi.branch_details`` and ``stages.pi.nested``. Every tool entry
+has a ``family`` (``stages.families``); an MCP tool ``mcp__<server>__<tool>`` has its server's
+identity ``<server>.<tool>`` / ``<server>`` / ``<tool>`` (a result's ``details: {server,
+tool}`` states it exactly).
 """
 
 from __future__ import annotations
