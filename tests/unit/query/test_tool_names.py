@@ -162,3 +162,30 @@ def test_an_unknown_kind_is_refused(three: Kit) -> None:
 
     with pytest.raises(InvalidArgument, match="kind"):
         three.recall(kind="telepathy")
+
+
+def test_calls_a_codemode_script_made_are_found_by_tool_and_kind(kit: Kit) -> None:
+    from tests.helpers import message
+
+    kit.session(
+        "cm",
+        [
+            header("cm", CWD),
+            user("u", None, "run a script", T0),
+            assistant("a", "u", "", T0 + 1, {"id": "k", "name": "codemode",
+                                              "arguments": {"code": "..."}}),  # fmt: skip
+            message("r", "a", "toolResult", T0 + 2, toolCallId="k", toolName="codemode",
+                    content=[{"type": "text", "text": "Script completed"}], isError=False,
+                    nestedCalls={"complete": True, "calls": [
+                        {"id": "k/1", "name": "grep", "status": "ok",
+                         "arguments": {"pattern": "needle", "path": "src"}},
+                        {"id": "k/2", "name": "mcp__needle__explode", "status": "error",
+                         "arguments": {}, "error": "boom"}]}),
+        ],
+    )  # fmt: skip
+    kit.build()
+    [hit] = kit.recall(scope="global", tool="grep")["hits"]
+    assert (hit["tool"], hit["family"], hit["outcome"]) == ("grep", "search", "succeeded")
+    assert hit["operationAddress"] == "r/call:k/1"
+    [failed] = kit.recall(scope="global", kind="mcp", outcome="failed")["hits"]
+    assert (failed["ref"], failed["provider"]) == ("needle.explode", "needle")

@@ -626,3 +626,18 @@ def test_real_pi_codemode_children() -> None:
 def test_parse_of_a_real_like_codex_line_keeps_the_ordinal_out_of_the_way() -> None:
     parsed = parse(jsonl(cx_meta(), *cx_prompt("p")))
     assert [r.value["ordinal"] for r in parsed.records] == [0, 0, 0]
+
+
+def test_codex_entries_are_the_same_with_the_normalizer_memo_line_by_line() -> None:
+    from stages.codex.source import read_codex
+    from tests.helpers import grow_with_memo
+
+    data = jsonl(
+        cx_meta(),
+        *cx_prompt("Look up haystack"),
+        *cx_mcp("call_ok", "lookup", "completed", error=False),
+        *cx_mcp("call_bad", "explode", "failed", error=True),
+        *cx_answer("Lookup worked"),
+    )
+    raws = list(parse(data).records)
+    grow_with_memo(raws, read_codex, CODEX_PATH, [Policy(), Policy(index_tool_output=False)])
