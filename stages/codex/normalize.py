@@ -276,15 +276,10 @@ def _call_shape(payload: dict[str, Any]) -> tuple[str, object, str | None]:
 
     Absent arguments summarize as ``""`` (the reference's ``JSON.stringify(undefined)``)."""
     item = payload.get("type")
+    name = _call_name(payload)
     if item in _NAMED_BY_TYPE:
-        name, key = _NAMED_BY_TYPE[str(item)], "action"
+        key = "action"
     else:
-        raw_name = payload.get("name")
-        name = clean_text(raw_name) if isinstance(raw_name, str) else ""
-        namespace = payload.get("namespace")
-        if isinstance(namespace, str):
-            # Codex 0.171.0 names an MCP call by its server's namespace plus the tool.
-            name = mcp_tool_name(clean_text(namespace), name) or name
         key = "arguments" if item == "function_call" else "input"
     if key not in payload:
         return name, None, ""
@@ -298,6 +293,20 @@ def _call_shape(payload: dict[str, Any]) -> tuple[str, object, str | None]:
     if isinstance(parsed, dict | list):
         return name, parsed, None
     return name, None, value
+
+
+def _call_name(payload: dict[str, Any]) -> str:
+    """A call item's tool name (without reading its arguments)."""
+    item = payload.get("type")
+    if item in _NAMED_BY_TYPE:
+        return _NAMED_BY_TYPE[str(item)]
+    raw_name = payload.get("name")
+    name = clean_text(raw_name) if isinstance(raw_name, str) else ""
+    namespace = payload.get("namespace")
+    if isinstance(namespace, str):
+        # Codex 0.171.0 names an MCP call by its server's namespace plus the tool.
+        name = mcp_tool_name(clean_text(namespace), name) or name
+    return name
 
 
 def _output(
@@ -392,7 +401,7 @@ def _event_outcomes(records: Iterable[SourceRecord]) -> dict[str, bool]:
         if record.kind == "response_item":
             call_id = payload.get("call_id")
             if payload.get("type") in _CALLS and isinstance(call_id, str):
-                calls.setdefault(call_id, _call_shape(payload)[0])
+                calls.setdefault(call_id, _call_name(payload))
             continue
         if record.kind != "event_msg":
             continue
@@ -470,7 +479,7 @@ def _call_names(records: Iterable[SourceRecord]) -> dict[str, str]:
         if record.kind != "response_item" or payload.get("type") not in _CALLS:
             continue
         if isinstance(call_id, str):
-            names.setdefault(call_id, _call_shape(payload)[0])
+            names.setdefault(call_id, _call_name(payload))
     return names
 
 
