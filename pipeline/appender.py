@@ -306,7 +306,6 @@ def _extend_tail(
         b: empty_reasons(
             (set(summaries[b].reasons) - RECORD_REASONS) | extra_reasons | set(results[b].reasons),
             summaries[b].entry_count + len(results[b].entries),
-            tail.records + len(session.records),
         )
         for b in ("active", "all")
     }

@@ -63,7 +63,8 @@ def normalize(
 
     Raises ``BadInput`` only for an agent without a normalizer (a caller bug, not bad data):
     odd record content never raises, it becomes entries without text or a coverage reason.
-    A view of a session that holds records yet yields no entry is ``no_entries``; *whole*
+    A view of a session that holds lines (a header or records) yet yields no entry is
+    ``no_entries``; *whole*
     is False when *session* holds only records appended to an indexed one (the tail path).
     *memo* (same result, less work when the same records come again) is used by the Claude
     and Codex normalizers; Pi's ignores it, as Pi appends take a tail reader instead.
@@ -77,8 +78,8 @@ def normalize(
             for index, entry in enumerate(result.entries)
         )
     reasons = set(result.reasons) | duplicate_reasons(entries)
-    if whole and not entries and session.records:
-        reasons.add(NO_ENTRIES)  # records but nothing to search is never a clean empty session
+    if whole and not entries and (session.records or session.header is not None):
+        reasons.add(NO_ENTRIES)  # lines but nothing to search is never a clean empty session
     return NormalizeResult(entries=entries, reasons=tuple(sorted(reasons)))
 
 

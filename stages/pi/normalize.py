@@ -128,10 +128,10 @@ def appends_locally(appended: SourceSession) -> bool:
     return not any(r.kind == CONTEXT_EDIT for r in appended.records)
 
 
-def empty_reasons(reasons: set[str], entries: int, records: int) -> set[str]:
-    """*reasons* of a view extended to *entries* entries over *records* records, with
-    ``no_entries`` exactly when it has records and no entry (as ``normalize`` says it)."""
-    if entries == 0 and records > 0:
+def empty_reasons(reasons: set[str], entries: int) -> set[str]:
+    """*reasons* of a view of a session with a header, extended to *entries* entries: with
+    ``no_entries`` exactly when it has none (as ``normalize`` says it)."""
+    if entries == 0:
         return reasons | {NO_ENTRIES}
     return reasons - {NO_ENTRIES}
 

@@ -570,6 +570,15 @@ def test_records_without_any_entry_are_named_no_entries(
     assert reasons(session, "all") == ("no_entries",)
 
 
+@pytest.mark.parametrize(
+    ("agent", "path", "line"),
+    [("pi", PI_PATH, header("s", "/w")), ("codex", CODEX_PATH, cx_meta())],
+)
+def test_a_header_alone_is_no_entries(agent: str, path: str, line: dict[str, Any]) -> None:
+    session = read(agent, path, line)
+    assert session.records == () and reasons(session) == ("no_entries",)
+
+
 def test_an_empty_file_is_not_no_entries() -> None:
     session = read_session(b"", CODEX_PATH, "codex")
     assert normalize(session, lineage(session, "active"), Policy()).reasons == ()
