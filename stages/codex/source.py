@@ -17,6 +17,12 @@ Ids. A rollout is linear (§3.9), so ids are derived from the position in the fi
 concatenated line (stable under appends). Each record's parent is the previous record of the
 session's own chain.
 
+Drift. Every line kind, response-item type, event type, ``item_completed`` item type and
+message content-item type outside the ``KNOWN_*`` sets is counted (``unknown``, with the
+``cli_version`` as ``writer_version``); an unknown response item or content item (model
+history, where conversation text lives) also gives the reason ``unknown_record_type``, an
+unknown event does not (events only repeat history).
+
 Parent thread (§3.5, §3.9). ``parent_session`` is ``source.subagent.thread_spawn.parent_thread_id``,
 else the era-D top-level ``parent_thread_id``, else ``forked_from_id``; all three (when present)
 are also in ``extra``. A subagent rollout (``source.subagent`` or ``thread_source: "subagent"``)

@@ -15,6 +15,11 @@ extended to 16 hex, then to all 64, if it repeats an id already assigned earlier
 string ``id`` keeps it even in a v1 file (mixed files, or a v3 body whose header was lost); its
 ``parentId`` is used when the key is present, otherwise it is chained like a v1 record.
 
+Drift. Entry types, message roles and content-block types outside ``KNOWN_TYPES`` /
+``KNOWN_ROLES`` / ``KNOWN_BLOCKS`` are counted (``unknown``; the header ``version`` is the
+``writer_version``), and name ``unknown_record_type`` when they could hold text
+(``stages.drift``). A system message's content is never read, so its blocks are not checked.
+
 A v1 ``compaction`` names its first kept entry by ``firstKeptEntryIndex``: an index into the
 writer's entry array, header counted. ``extra["v1_entry_ids"]`` holds one slot per parsed record
 in file order (``None`` for ``session`` records), so ``v1_entry_id(session, index)`` gives the
