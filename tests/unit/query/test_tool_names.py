@@ -189,3 +189,29 @@ def test_calls_a_codemode_script_made_are_found_by_tool_and_kind(kit: Kit) -> No
     assert hit["operationAddress"] == "r/call:k/1"
     [failed] = kit.recall(scope="global", kind="mcp", outcome="failed")["hits"]
     assert (failed["ref"], failed["provider"]) == ("needle.explode", "needle")
+
+
+def test_kind_reaches_every_front_end(three: Kit, capsys: pytest.CaptureFixture[str]) -> None:
+    from query.cli import main
+    from query.client import Memory
+    from query.mcp import RECALL_SCHEMA
+    from store.names import TOOL_FAMILIES
+
+    # the CLI
+    code = main(["recall", "--kind", "shell", "--scope", "global", "--json",
+                 "--config", str(three.pi.config_path), "--cwd", CWD])  # fmt: skip
+    page = orjson.loads(capsys.readouterr().out)
+    assert code == 0 and {h["sessionId"].split(":")[0] for h in page["hits"]} == {
+        "pi", "claude", "codex",
+    }  # fmt: skip
+    # the MCP tool's input schema
+    assert RECALL_SCHEMA["properties"]["kind"]["enum"] == list(TOOL_FAMILIES)
+    # the Python client, typed, and its next-page tokens keep the filter
+    memory = Memory(three.config, cwd=CWD)
+    try:
+        got = memory.recall(kind="mcp", scope="global", pageSize=1)
+        assert got.next is not None and got.next.args["kind"] == "mcp"
+        if three.memory.get("hotSessions"):
+            assert {getattr(h, "family", None) for h in got.hits} == {"mcp"}
+    finally:
+        memory.close()
