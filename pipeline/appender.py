@@ -35,10 +35,12 @@ from pipeline.discovery import subagent_meta
 from pipeline.rederive import CUT, Rederive, carry_cut, parsed_state, rederive
 from pipeline.session_job import Built
 from stages.digest import RECORD_REASONS, SessionFold, ViewInput, build_entries, build_shard
+from stages.drift import versioned
 from stages.lineage import Lineage, fingerprint
 from stages.normalize import normalize
 from stages.normalized import NormalizeResult
 from stages.parse import parse
+from stages.pi.normalize import appends_locally, empty_reasons
 from stages.pi.source import read_pi
 from stages.policy import Policy
 from stages.source import ParseResult, RawRecord, SourceRecord, SourceSession
@@ -260,7 +262,7 @@ def extend(
     if again is None:
         return None
     return Appended(
-        replace(moved, views=again.views),
+        replace(moved, views=again.views, unknown_records=again.unknown),
         again.shard,
         again.entries,
         hasher,
@@ -280,7 +282,7 @@ def _extend_tail(
 ) -> Appended | None:
     """The Pi tail path: *state* is the session's state with its stamp and hash moved."""
     session = _read_tail(tail, parsed, state.path)
-    if session is None:
+    if session is None or not appends_locally(session):
         return None
     chain = _chain(tail, session.records)
     if chain is None:
@@ -305,7 +307,10 @@ def _extend_tail(
     extra_reasons = set(session.reasons)
     # Record reasons (the display cut) belong on shards and summaries, not on entries.
     new_reasons = {
-        b: (set(summaries[b].reasons) - RECORD_REASONS) | extra_reasons | set(results[b].reasons)
+        b: empty_reasons(
+            (set(summaries[b].reasons) - RECORD_REASONS) | extra_reasons | set(results[b].reasons),
+            summaries[b].entry_count + len(results[b].entries),
+        )
         for b in ("active", "all")
     }
     lineages = {
@@ -343,8 +348,9 @@ def _extend_tail(
                  new_reasons[v.branches], shard)
         for v in state.views
     )  # fmt: skip
+    unknown = versioned(session.writer_version, session.unknown, state.unknown_records)
     return Appended(
-        state=replace(state, views=new_views),
+        state=replace(state, views=new_views, unknown_records=unknown),
         shard=shard,
         entries=entries,
         hasher=hasher,
@@ -423,7 +429,7 @@ def _normalize_tail(
     session: SourceSession, track: ViewTrack, selected: list[int], policy: Policy
 ) -> NormalizeResult | None:
     lineage = Lineage(track.branches, None, (), tuple(selected), "", ())
-    result = normalize(session, lineage, policy)
+    result = normalize(session, lineage, policy, whole=False)
     reasons = set(result.reasons)
     entries: list[NormalizedEntry] = []
     ids: set[str] = set()

@@ -30,6 +30,7 @@ from typing import Any
 from stages.claude.source import read_claude
 from stages.codex.source import read_codex
 from stages.digest import SessionFold, ViewInput, build_entries, build_shard, summarize
+from stages.drift import versioned
 from stages.lineage import BRANCH_MODES, lineage
 from stages.normalize import normalize
 from stages.normalized import EntryMemo, NormalizeResult
@@ -71,6 +72,7 @@ class Rederived:
     entries: SessionEntries
     views: tuple[ViewSummary, ...]
     rederive: Rederive
+    unknown: tuple[tuple[str, str, int], ...] = ()  # SessionState.unknown_records
 
 
 def parsed_state(
@@ -171,6 +173,7 @@ def rederive(
             memo=rd.memo,
             meta=rd.meta,
         ),
+        unknown=versioned(session.writer_version, session.unknown),
     )
 
 

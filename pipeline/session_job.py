@@ -28,6 +28,7 @@ from stages.digest import (
     build_shard,
     summarize,
 )
+from stages.drift import versioned
 from stages.lineage import lineage
 from stages.normalize import normalize
 from stages.policy import Policy
@@ -207,5 +208,6 @@ def build_session(job: Job, data: bytes, stamp: Stamp, writer: StoreWriter) -> B
         entries_bytes=entries_bytes,
         views=summarize(fold, views, record),
         sidechain=session.sidechain,
+        unknown_records=versioned(session.writer_version, session.unknown),
     )
     return Built(state, session, tuple(views), record, parsed.consumed, parsed.next_line, meta)

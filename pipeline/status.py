@@ -2,7 +2,9 @@
 
 It compares CURRENT's manifest with a fresh look at the roots: a session whose stamp moved
 since it was indexed is *stale*, a file the manifest does not know is *new*, and a session
-whose records carry coverage reasons is *incomplete* (named, with its reasons).
+whose records carry coverage reasons is *incomplete* (named, with its reasons). Record types
+an adapter does not know are listed per agent and writer version (``unknownRecordTypes``), so a
+writer update that changes the format shows here instead of passing silently.
 
 The ``pipeline`` section is the always-on pipeline's health, read from disk so it works
 whether or not `pipeline run` is running: the journal head and every stage's checkpoint, the
@@ -56,6 +58,8 @@ class Status:
     skipped_sessions: list[dict[str, str]] = field(default_factory=list)
     agents: dict[str, int] = field(default_factory=dict)
     pipeline: dict[str, Any] = field(default_factory=dict)
+    # (agent, writer version, record type) → [records, sessions]: what adapters do not know
+    unknown: dict[tuple[str, str, str], list[int]] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
         def ratio(a: int, b: int) -> float | None:
@@ -91,6 +95,10 @@ class Status:
             "staleSessions": self.stale_sessions,
             "newSessions": self.new_sessions,
             "skippedSessions": self.skipped_sessions,
+            "unknownRecordTypes": [
+                {"agent": a, "writerVersion": v, "type": t, "records": n, "sessions": s}
+                for (a, v, t), (n, s) in sorted(self.unknown.items())
+            ],
             "pipeline": self.pipeline,
         }
 
@@ -235,6 +243,10 @@ def collect_status(config: Config) -> Status:
         status.source_bytes[s.tier] += s.size
         status.record_bytes[s.tier] += s.index_bytes
         status.entries_bytes += s.entries_bytes
+        for version, kind, n in s.unknown_records:
+            tally = status.unknown.setdefault((s.agent, version, kind), [0, 0])
+            tally[0] += n
+            tally[1] += 1
         reasons = sorted({r for v in s.views for r in v.reasons if v.branches == "active"})
         if reasons:
             status.incomplete += 1
@@ -333,6 +345,11 @@ def render_status(status: Status) -> str:
     lines += _render_pipeline(d["pipeline"])
     if d["reasons"]:
         lines.append("reasons     " + ", ".join(d["reasons"]))
+    for u in d["unknownRecordTypes"]:
+        lines.append(
+            f"unknown     {u['agent']} {u['writerVersion'] or '(no version)'}: {u['type']} "
+            f"in {u['records']} records of {u['sessions']} sessions"
+        )
     for s in d["incompleteSessions"]:
         lines.append(f"incomplete  {s['path']}: {', '.join(s['reasons'])}")
     for sk in d["skippedSessions"]:

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
 from query.errors import InvalidArgument
-from store.names import AGENTS, BRANCH_MODES
+from store.names import AGENTS, BRANCH_MODES, TOOL_FAMILIES
 
 if TYPE_CHECKING:
     from store.records import NormalizedEntry
@@ -30,6 +30,7 @@ __all__ = [
     "QUERY_MODES",
     "RESPONSE_MAX_CHARS",
     "ROLES",
+    "TOOL_FAMILIES",
     "ExpandRequest",
     "Filters",
     "RecallRequest",
@@ -104,6 +105,7 @@ _RECALL_KEYS: Final = frozenset(
         "provider",
         "action",
         "outcome",
+        "kind",
         "agent",
         "sidechain",
         "since",
@@ -282,6 +284,7 @@ class Filters:
     until: int | None = None
     # True: only subagents' entries; False: only the session's own; None ("any"): both
     sidechain: bool | None = None
+    kind: str | None = None  # the tool family (``store.records.TOOL_FAMILIES``)
 
     @property
     def any(self) -> bool:
@@ -297,6 +300,7 @@ class Filters:
                 self.outcome,
                 self.since,
                 self.until,
+                self.kind,
             )
         )
 
@@ -304,7 +308,8 @@ class Filters:
     def operational(self) -> bool:
         """A filter that explicitly asks for operations: provenance weights do not apply."""
         return any(
-            v is not None for v in (self.tool, self.ref, self.provider, self.action, self.outcome)
+            v is not None
+            for v in (self.tool, self.ref, self.provider, self.action, self.outcome, self.kind)
         )
 
     def exact(self) -> tuple[tuple[int, str], ...]:
@@ -317,6 +322,7 @@ class Filters:
             (7, self.provider),
             (8, self.action),
             (9, self.outcome),
+            (11, self.kind),
         ):
             if value is not None:
                 out.append((pos, value))
@@ -337,6 +343,8 @@ class Filters:
             return False
         if self.outcome is not None and e.outcome != self.outcome:
             return False
+        if self.kind is not None and e.family != self.kind:
+            return False
         ts = e.timestamp
         if ts is not None:
             if self.since is not None and ts < self.since:
@@ -354,6 +362,7 @@ class Filters:
             ("provider", self.provider),
             ("action", self.action),
             ("outcome", self.outcome),
+            ("kind", self.kind),
         ):
             if value is not None:
                 out[key] = value
@@ -375,6 +384,7 @@ def _filters(action: str, args: Mapping[str, Any]) -> Filters:
         since=_epoch_ms(action, args, "since"),
         until=_epoch_ms(action, args, "until"),
         sidechain=_sidechain(action, args.get("sidechain")),
+        kind=_choice(action, args, "kind", TOOL_FAMILIES, None),
     )
 
 

@@ -2,7 +2,7 @@
 
 ::
 
-    agent ─► provider ─► head (action or tool, with its exact tool and ref)
+    agent ─► provider ─► head (action or tool, with its exact tool, ref and family)
               count · failures · outcomes · sessions · lastSeen · follow (a recall call)
 
 It is history, not a registry: every head comes from typed fields of indexed entries (hot
@@ -47,8 +47,8 @@ STALE_REASON: Final = "stale_session"
 # Reasons that only limit text (display cut, vocabulary size): heads come from typed fields.
 _TEXT_ONLY: Final = frozenset({"max_entry_chars", "max_cold_vocabulary_bytes"})
 
-# (provider, action, tool, ref): one head.
-HeadKey = tuple[str | None, str | None, str | None, str | None]
+# (provider, action, tool, ref, family): one head (the family follows from the tool).
+HeadKey = tuple[str | None, str | None, str | None, str | None, str | None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,18 +118,20 @@ class Tally:
             self.last_seen = other.last_seen
 
 
-# Row: (tool, ref, provider, action, outcome, is_error, timestamp)
-Row = tuple[str | None, str | None, str | None, str | None, str | None, bool, int | None]
+# Row: (tool, ref, provider, action, outcome, is_error, timestamp, family)
+Row = tuple[
+    str | None, str | None, str | None, str | None, str | None, bool, int | None, str | None
+]
 SessionHeads = dict[HeadKey, Tally]
 
 
 def fold(rows: Iterable[Row]) -> SessionHeads:
     """The heads of one session: every row with a tool or a ref, grouped exactly."""
     heads: SessionHeads = {}
-    for tool, ref, provider, action, outcome, is_error, ts in rows:
+    for tool, ref, provider, action, outcome, is_error, ts, family in rows:
         if tool is None and ref is None:
             continue
-        key = (provider, action, tool, ref)
+        key = (provider, action, tool, ref, family)
         tally = heads.get(key)
         if tally is None:
             tally = heads[key] = Tally(sessions=1)
@@ -140,14 +142,23 @@ def fold(rows: Iterable[Row]) -> SessionHeads:
 def _rows(gen: Generation, state: SessionState, branches: str) -> Iterator[Row]:
     if state.tier == "hot":
         for e in gen.shard(state, branches).entries:
-            yield (e.tool, e.ref, e.provider, e.action, e.outcome, e.is_error, e.timestamp)
+            yield (
+                e.tool,
+                e.ref,
+                e.provider,
+                e.action,
+                e.outcome,
+                e.is_error,
+                e.timestamp,
+                e.family,
+            )
         return
     try:
         digest: ColdDigest = gen.snapshot.load(state.index_record, ColdDigest)
     except (CorruptRecord, SchemaVersionError, OSError) as exc:
         raise RecordUnavailable(str(exc)) from exc
     for a in digest.view(branches).addresses:
-        yield (a[4], a[6], a[7], a[8], a[9], a[10], a[5])
+        yield (a[4], a[6], a[7], a[8], a[9], a[10], a[5], a[11] if len(a) > 11 else None)
 
 
 _FOLDS: weakref.WeakKeyDictionary[Generation, dict[tuple[str, str], SessionHeads]] = (
@@ -171,13 +182,13 @@ def session_heads(gen: Generation, state: SessionState, branches: str) -> Sessio
 
 
 def _label(key: HeadKey) -> str:
-    provider, action, tool, ref = key
+    provider, action, tool, ref, _ = key
     return action or tool or ref or ""
 
 
-def _order(key: HeadKey) -> tuple[str, str, str, str]:
-    provider, action, tool, ref = key
-    return (_label(key), tool or "", ref or "", action or "")
+def _order(key: HeadKey) -> tuple[str, str, str, str, str]:
+    provider, action, tool, ref, family = key
+    return (_label(key), tool or "", ref or "", action or "", family or "")
 
 
 def _counts(t: Tally) -> dict[str, Any]:
@@ -194,11 +205,12 @@ def _follow(req: CatalogRequest, agent: str, **filters: str) -> dict[str, Any]:
 
 
 def _head(req: CatalogRequest, agent: str, key: HeadKey, t: Tally) -> dict[str, Any]:
-    provider, action, tool, ref = key
+    provider, action, tool, ref, family = key
     out: dict[str, Any] = {
         "action": bounded(action),
         "tool": bounded(tool),
         "ref": bounded(ref),
+        "family": family,
         **_counts(t),
         "outcomes": dict(sorted(t.outcomes.items())),
         "sessions": t.sessions,
@@ -367,7 +379,8 @@ def render_catalog(result: Mapping[str, Any]) -> str:
                 exact = f"--ref {head['ref']}" if head["ref"] else f"--tool {head['tool']}"
                 outcomes = " ".join(f"{k}:{n}" for k, n in head["outcomes"].items())
                 lines.append(
-                    f"    {name:<20} {exact:<28} {head['count']:>6} entries "
+                    f"    {name:<20} {exact:<28} {head.get('family') or '-':<8} "
+                    f"{head['count']:>6} entries "
                     f"{head['failures']:>4} failed  {head['sessions']:>4} sessions  "
                     f"last {_when(head['lastSeen'])}" + (f"  [{outcomes}]" if outcomes else "")
                 )

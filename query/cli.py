@@ -26,7 +26,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from query.args import OUTCOMES, QUERY_MATCHES, QUERY_MODES, ROLES
+from query.args import OUTCOMES, QUERY_MATCHES, QUERY_MODES, ROLES, TOOL_FAMILIES
 from query.commands import add_mcp_parser, add_serve_parser
 from query.errors import InvalidArgument, QueryError
 from query.render import render
@@ -97,6 +97,7 @@ def _parser() -> argparse.ArgumentParser:
     rc.add_argument("--provider")
     rc.add_argument("--action")
     rc.add_argument("--outcome", choices=OUTCOMES)
+    rc.add_argument("--kind", choices=TOOL_FAMILIES, help="tool family, e.g. shell or mcp")
     rc.add_argument("--agent", choices=AGENTS)
     rc.add_argument("--since", help="epoch ms, ISO date/time, or an age like 7d / 12h / 30m")
     rc.add_argument("--until", help="epoch ms, ISO date/time (a date means its end), or an age")
@@ -181,7 +182,17 @@ def _recall_args(ns: argparse.Namespace) -> dict[str, Any]:
     _put(args, "queryMode", ns.mode)
     _put(args, "queryMatch", ns.match)
     _put(args, "scope", ns.scope)
-    for key in ("role", "tool", "ref", "provider", "action", "outcome", "agent", "branches"):
+    for key in (
+        "role",
+        "tool",
+        "ref",
+        "provider",
+        "action",
+        "outcome",
+        "kind",
+        "agent",
+        "branches",
+    ):
         _put(args, key, getattr(ns, key))
     if ns.sidechain is not None:
         args["sidechain"] = {"true": True, "false": False}.get(ns.sidechain, "any")

@@ -133,6 +133,10 @@ def _record(
         out["action"] = bounded(e.action)
     if e.outcome:
         out["outcome"] = e.outcome
+    if e.family:
+        out["family"] = e.family
+    if e.context_edited:
+        out["contextEdited"] = e.context_edited
     if e.files_touched:
         out["filesTouched"] = [bounded(f, 1024) for f in e.files_touched[:20]]
     operation = _structure(e.operation)

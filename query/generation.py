@@ -59,7 +59,7 @@ NO_TIMESTAMP: Final = -(2**63)
 _ENTRIES_CACHE: Final = 8
 TERM_INDEX_AMORTIZE: Final = 64
 # Address tuple positions of the exact filter fields, in column order.
-FILTER_FIELDS: Final = (3, 4, 6, 7, 8, 9)
+FILTER_FIELDS: Final = (3, 4, 6, 7, 8, 9, 11)  # 11: family (absent in older digests)
 
 
 _R = TypeVar("_R", HotShard, ColdDigest, SessionEntries)
@@ -275,6 +275,8 @@ class ColdSession:
         counts: dict[tuple[int, int], int] = {}
         stamps = array("q")
         for address in addresses:
+            if len(address) <= FILTER_FIELDS[-1]:
+                address = (*address, None)  # type: ignore[assignment]  # before the family
             for col, pos in zip(columns, FILTER_FIELDS, strict=True):
                 value = ids.id(address[pos])  # type: ignore[arg-type]
                 col.append(value)

@@ -47,7 +47,7 @@ from query.args import (
 from query.errors import InvalidArgument, QueryError
 from query.u16 import json_length
 from store.errors import SnapshotMissing, StoreError
-from store.records import AGENTS, BRANCH_MODES
+from store.records import AGENTS, BRANCH_MODES, TOOL_FAMILIES
 
 if TYPE_CHECKING:
     from mcp.server.lowlevel import Server
@@ -136,6 +136,12 @@ RECALL_SCHEMA: Final[dict[str, Any]] = {
             "type": "string",
             "enum": list(OUTCOMES),
             "description": "Exact execution outcome of tool results and operations.",
+        },
+        "kind": {
+            "type": "string",
+            "enum": list(TOOL_FAMILIES),
+            "description": "Tool family on every agent: `shell` finds Pi bash, Claude Bash and "
+            "Codex exec_command alike; `mcp` any MCP tool (see memory_catalog).",
         },
         "agent": _AGENT,
         "since": {**_EPOCH, "description": "Entries at or after this time (epoch ms)."},

@@ -100,6 +100,8 @@ def entry_hit(item: EntryItem, plan: Plan, snippet_chars: int, branches: str) ->
     if e.outcome:
         hit["outcome"] = e.outcome
     hit.update(subagent_fields(e))
+    if e.family:
+        hit["family"] = e.family
     hit["score"] = wire_score(item.score)
     hit["snippet"] = text
     hit["truncated"] = cut or (e.truncated and not item.shard.complete_text)

@@ -128,6 +128,7 @@ class EntryHit:
     sidechain: bool = False
     agent_id: str | None = None
     parent_tool_call_id: str | None = None
+    family: str | None = None
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> EntryHit:
@@ -151,6 +152,7 @@ class EntryHit:
             snippet=d.get("snippet", ""),
             truncated=bool(d.get("truncated")),
             follow=Call.from_dict(d["follow"]),
+            family=d.get("family"),
             raw=d,
             sidechain=bool(d.get("sidechain")),
             agent_id=d.get("agentId"),
@@ -266,6 +268,8 @@ class Entry:
     sidechain: bool = False
     agent_id: str | None = None
     parent_tool_call_id: str | None = None
+    family: str | None = None
+    context_edited: str | None = None
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Entry:
@@ -299,6 +303,8 @@ class Entry:
             sidechain=bool(d.get("sidechain")),
             agent_id=d.get("agentId"),
             parent_tool_call_id=d.get("parentToolCallId"),
+            family=d.get("family"),
+            context_edited=d.get("contextEdited"),
         )
 
 
@@ -398,6 +404,7 @@ class CatalogHead:
     sessions: int
     follow: Call | None
     raw: Mapping[str, Any] = _raw()
+    family: str | None = None
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> CatalogHead:
@@ -412,6 +419,7 @@ class CatalogHead:
             sessions=d.get("sessions", 0),
             follow=Call.maybe(d.get("follow")),
             raw=d,
+            family=d.get("family"),
         )
 
 

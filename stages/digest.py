@@ -209,6 +209,7 @@ def address_of(e: NormalizedEntry) -> Address:
         e.action,
         e.outcome,
         e.is_error,
+        e.family,
     )
 
 

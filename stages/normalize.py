@@ -9,6 +9,8 @@ non-null ``entry_id`` or ``operation_address`` mark coverage incomplete
 (``duplicate_entry_id`` / ``duplicate_operation_address``).
 A subagent's entries (``sidechain``) are given the subagent's ``agent_id`` and the parent's
 spawning ``parent_call_id`` here, from typed fields, so every agent's subagents read alike.
+(``duplicate_entry_id`` / ``duplicate_operation_address``), and a view with records but no
+entry is ``no_entries``.
 
 Entries carry their *complete* text with ``truncated=False``; the digest stage cuts display
 text to ``maxEntryChars`` with ``cut_text``. The result's reasons are this stage's own: the
@@ -26,6 +28,7 @@ from dataclasses import replace
 from typing import Protocol
 
 from stages.common import cut_text, duplicate_reasons
+from stages.drift import NO_ENTRIES
 from stages.errors import BadInput
 from stages.lineage import Lineage
 from stages.normalized import EntryMemo, NormalizeResult
@@ -53,12 +56,20 @@ _LAZY: dict[str, tuple[str, str]] = {
 
 
 def normalize(
-    session: SourceSession, lineage: Lineage, policy: Policy, *, memo: EntryMemo | None = None
+    session: SourceSession,
+    lineage: Lineage,
+    policy: Policy,
+    *,
+    memo: EntryMemo | None = None,
+    whole: bool = True,
 ) -> NormalizeResult:
     """Normalize the records ``lineage`` selects from ``session``.
 
     Raises ``BadInput`` only for an agent without a normalizer (a caller bug, not bad data):
     odd record content never raises, it becomes entries without text or a coverage reason.
+    A view of a session that holds lines (a header or records) yet yields no entry is
+    ``no_entries``; *whole*
+    is False when *session* holds only records appended to an indexed one (the tail path).
     *memo* (same result, less work when the same records come again) is used by the Claude
     and Codex normalizers; Pi's ignores it, as Pi appends take a tail reader instead.
     """
@@ -72,6 +83,8 @@ def normalize(
             for index, entry in enumerate(result.entries)
         )
     reasons = set(result.reasons) | duplicate_reasons(entries)
+    if whole and not entries and (session.records or session.header is not None):
+        reasons.add(NO_ENTRIES)  # lines but nothing to search is never a clean empty session
     return NormalizeResult(entries=entries, reasons=tuple(sorted(reasons)))
 
 

@@ -6,9 +6,12 @@ from dataclasses import dataclass
 
 __all__ = ["DERIVATION", "Policy"]
 
-# Bumped whenever the stages derive different records from the same bytes and settings, so
-# records built before are re-derived (2: repaired lines, bridged parents, subagent marks).
-DERIVATION = 2
+
+# What the stages make of the same lines and policy; bump it when entries change (new fields,
+# other identities) so records built before are derived again rather than reused.
+# 3: repaired lines, bridged parents and subagent marks; MCP identities, tool families,
+# drift counts and context edits.
+DERIVATION = 3
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,5 +28,5 @@ class Policy:
             f"entry:{self.max_entry_chars};thinking:{str(self.index_thinking).lower()};"
             f"tool-output:{str(self.index_tool_output).lower()};"
             f"vocab:{self.max_cold_vocabulary_bytes};cache:{self.max_cold_cache_bytes};"
-            f"derive:{DERIVATION}"
+            f"derivation:{DERIVATION}"
         )

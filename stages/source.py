@@ -72,8 +72,11 @@ class SourceSession:
     """One session file read by its agent adapter.
 
     ``reasons`` are file-level coverage reasons found while reading (``malformed_line``,
-    ``missing_session_header``, …). ``extra`` carries adapter facts the normalizer needs
-    (e.g. a Codex parent thread id).
+    ``missing_session_header``, ``unknown_record_type``, …). ``extra`` carries adapter facts the
+    normalizer needs (e.g. a Codex parent thread id). ``writer_version`` is the version the file
+    says wrote it (Pi header ``version``, Claude Code ``version``, Codex ``cli_version``; "" when
+    none) and ``unknown`` counts the line, item and content-block types the adapter does not
+    know, by qualified type name (``stages.drift``).
     """
 
     agent: str
@@ -87,6 +90,8 @@ class SourceSession:
     parent_session: str | None = None
     sidechain: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
+    writer_version: str = ""
+    unknown: tuple[tuple[str, int], ...] = ()
 
 
 def parse_reasons(parsed: ParseResult) -> set[str]:

@@ -1,4 +1,5 @@
-"""Names every layer shares: the agents whose sessions are indexed, and the branch modes.
+"""Names every layer shares: the agents whose sessions are indexed, the branch modes and the
+tool families (``NormalizedEntry.family``, filled in by ``stages.families``).
 
 Kept apart from ``store.records`` so that a caller needing only these (the ``query`` CLI
 building its options) does not define every record type first.
@@ -8,7 +9,18 @@ from __future__ import annotations
 
 from typing import Final
 
-__all__ = ["AGENTS", "BRANCH_MODES"]
+__all__ = ["AGENTS", "BRANCH_MODES", "TOOL_FAMILIES"]
 
 AGENTS: Final = ("pi", "claude", "codex")
 BRANCH_MODES: Final = ("active", "all")
+TOOL_FAMILIES: Final = (
+    "shell",
+    "read",
+    "edit",
+    "write",
+    "search",
+    "mcp",
+    "subagent",
+    "web",
+    "other",
+)

@@ -24,7 +24,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from store.names import AGENTS, BRANCH_MODES
+from store.names import AGENTS, BRANCH_MODES, TOOL_FAMILIES
 
 __all__ = [
     "AGENTS",
@@ -42,6 +42,7 @@ __all__ = [
     "SessionState",
     "ShardView",
     "SkippedFile",
+    "TOOL_FAMILIES",
     "SourceEvent",
     "ViewSummary",
     "session_records",
@@ -60,6 +61,9 @@ class NormalizedEntry:
     ``SessionEntries`` and cut to ``maxEntryChars`` Unicode scalars in ``HotShard``
     (``truncated`` says so). ``line``/``offset`` locate the carrier record in the source
     (1-based line, byte offset of the line start); child records share their carrier's.
+    ``family`` is the kind of tool (``TOOL_FAMILIES``) of an entry with a tool;
+    ``context_edited`` is ``omitted`` or ``replaced`` when a later Pi ``context_edit`` took the
+    entry out of the model's context (the entry keeps its raw text).
     """
 
     index: int
@@ -92,6 +96,8 @@ class NormalizedEntry:
     # a subagent's entries: its id and the parent's tool call that spawned it, when known
     agent_id: str | None = None
     parent_call_id: str | None = None
+    family: str | None = None
+    context_edited: str | None = None
 
     def to_wire(self) -> Wire:
         return [
@@ -122,22 +128,27 @@ class NormalizedEntry:
             self.carrier_parent_id,
             self.carrier_from_id,
             self.sidechain,
-            # only a subagent's entries carry these: every other entry stays 27 fields long
-            *(() if self.agent_id is None and self.parent_call_id is None
-              else (self.agent_id, self.parent_call_id)),
-        ]  # fmt: skip
+            # Only when set: an entry without them keeps the 27 fields, bytes and record
+            # names it had.
+            *(
+                (self.agent_id, self.parent_call_id, self.family, self.context_edited)
+                if self.agent_id or self.parent_call_id or self.family or self.context_edited
+                else ()
+            ),
+        ]
 
     @classmethod
     def from_wire(cls, w: Wire) -> NormalizedEntry:
         return cls(
             w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7], w[8], w[9], w[10], w[11], w[12],
             w[13], w[14], w[15], w[16], w[17], w[18], tuple(w[19]), w[20], w[21], w[22], w[23],
-            w[24], w[25], w[26], *w[27:29],
+            w[24], w[25], w[26], *(w[27:31] if len(w) > 27 else (None,) * 4),
         )  # fmt: skip
 
 
 # (index, entry_id, operation_address, role, tool, timestamp, ref, provider, action, outcome,
-#  is_error) -- the seed's structural address tuple plus is_error.
+#  is_error, family) -- the seed's structural address tuple plus is_error and the tool family
+# (digests written before the family have 11 fields).
 Address = tuple[
     int,
     str | None,
@@ -150,6 +161,7 @@ Address = tuple[
     str | None,
     str | None,
     bool,
+    str | None,
 ]
 
 
@@ -458,6 +470,9 @@ class SessionState:
     sidechain: bool = False
     index_deltas: tuple[str, ...] = ()
     entries_deltas: tuple[str, ...] = ()
+    # (writer version, record type, count) of every line, item or content-block type the
+    # adapter does not know (``stages.drift``); the version is "" when the file names none.
+    unknown_records: tuple[tuple[str, str, int], ...] = ()
 
     @property
     def stamp(self) -> tuple[int, int, int, int, int]:
@@ -492,6 +507,7 @@ class SessionState:
             self.sidechain,
             list(self.index_deltas),
             list(self.entries_deltas),
+            *([[list(u) for u in self.unknown_records]] if self.unknown_records else []),
         ]
 
     @classmethod
@@ -500,6 +516,7 @@ class SessionState:
             w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7], w[8], w[9], w[10], w[11], w[12],
             w[13], w[14], w[15], tuple(ViewSummary.from_wire(v) for v in w[16]), w[17],
             tuple(w[18]), tuple(w[19]),
+            tuple((v, t, n) for v, t, n in w[20]) if len(w) > 20 else (),
         )  # fmt: skip
 
 

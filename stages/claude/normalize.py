@@ -16,20 +16,25 @@ Mirrors the Pi text rules (reference §1.10) over Claude Code's typed fields (fo
   (2.1.x writes signature-only thinking with empty text), and
   ``Tool: <name>(<args ≤400>)`` per ``tool_use``/``server_tool_use``, joined by ``\\n``. A line
   repeated under one uuid and a ``tool_use`` id seen twice count once. ``tool`` is the first call's
-  name, ``ref``/``provider``/``action`` are ``claude.<tool>``/``claude``/``<tool>``,
+  name, ``ref``/``provider``/``action`` are ``claude.<tool>``/``claude``/``<tool>`` (an MCP tool
+  ``mcp__<server>__<tool>`` has its server's: ``<server>.<tool>``/``<server>``/``<tool>``,
+  ``stages.families``), ``family`` the tool's kind; ``ToolSearch`` is a tool call like any other,
   ``operation_address`` is ``<entry id>/call:<first tool_use id>``, ``files_touched`` collects the
   typed path keys of every call's ``input``. ``isApiErrorMessage`` sets ``is_error``.
 * **toolResult** — one entry per ``tool_result`` block: ``toolResult(<name>)[ [error]]: <body>``
   exactly as Pi writes it (no ``: `` without a body, bare ``toolResult`` for an unpaired result),
   the name from the paired ``tool_use`` anywhere in the file, the body (text of the block) only
-  under ``index_tool_output``; ``is_error``/``outcome`` from the block's ``is_error``. The first
-  block of a line has the line's uuid as entry id, later ones ``<uuid>/result:<tool_use_id>``;
-  no operation address (the call's assistant entry carries it, as in Pi).
+  under ``index_tool_output``; ``is_error``/``outcome`` from the block's ``is_error`` (a
+  permission denial, ``toolDenialKind: "user-rejected"``, carries ``is_error`` and so fails).
+  The first block of a line has the line's uuid as entry id, later ones
+  ``<uuid>/result:<tool_use_id>``; no operation address (the call's assistant entry carries
+  it, as in Pi).
 * **compactionSummary** — ``isCompactSummary`` lines: ``compaction: <summary>``.
 
-Everything else (``system``, ``progress``, ``attachment``, metadata lines, unknown types) gives
-no entry. ``index`` is left 0: the dispatcher assigns dense indices. ``sidechain`` is the
-record's flag or the session's (subagent files).
+Everything else (``system``, ``progress``, ``attachment`` of every subtype, the request records
+``api-request*``, ``tools-used``, queue, cost and other metadata lines, unknown types) gives no
+entry and no searchable text (``stages.claude.known``). ``index`` is left 0: the dispatcher
+assigns dense indices. ``sidechain`` is the record's flag or the session's (subagent files).
 """
 
 from __future__ import annotations
@@ -43,6 +48,7 @@ from stages.common import (
     parse_timestamp_ms,
     summarize_args,
 )
+from stages.families import tool_family, tool_identity
 from stages.lineage import Lineage
 from stages.normalized import EntryMemo, NormalizeResult, record_key
 from stages.policy import Policy
@@ -187,6 +193,7 @@ def _assistant(group: list[SourceRecord], policy: Policy, sidechain: bool) -> No
     tool = (calls[0][0] or None) if calls else None
     entry_id = _clean(head.id)
     address = f"{entry_id}/call:{calls[0][1]}" if tool and calls[0][1] and entry_id else None
+    ref, provider, action = tool_identity(AGENT, tool) if tool else (None, None, None)
     return NormalizedEntry(
         index=0,
         entry_id=entry_id,
@@ -202,11 +209,12 @@ def _assistant(group: list[SourceRecord], policy: Policy, sidechain: bool) -> No
         offset=head.offset,
         agent=AGENT,
         operation_address=address,
-        ref=f"claude.{tool}" if tool else None,
-        provider=AGENT if tool else None,
-        action=tool,
+        ref=ref,
+        provider=provider,
+        action=action,
         files_touched=files_touched(args for _, _, args in calls),
         sidechain=sidechain,
+        family=tool_family(AGENT, tool),
     )
 
 
@@ -258,6 +266,7 @@ def _result(
     text = _result_text(name, failed, body)
     own = _clean(record.id)
     entry_id = own if k == 0 or own is None else f"{own}/result:{clean_text(call_id)}"
+    ref, provider, action = tool_identity(AGENT, name) if name else (None, None, None)
     return NormalizedEntry(
         index=0,
         entry_id=entry_id,
@@ -272,11 +281,12 @@ def _result(
         line=record.line,
         offset=record.offset,
         agent=AGENT,
-        ref=f"claude.{name}" if name else None,
-        provider=AGENT if name else None,
-        action=name,
+        ref=ref,
+        provider=provider,
+        action=action,
         outcome="failed" if failed else "succeeded",
         sidechain=sidechain,
+        family=tool_family(AGENT, name),
     )
 
 

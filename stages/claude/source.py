@@ -53,6 +53,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import PurePath
 from typing import Any
 
+from stages.claude.known import claude_drift
 from stages.source import ParseResult, RawRecord, SourceRecord, SourceSession, parse_reasons
 
 __all__ = ["AGENT", "LEAF_TYPES", "read_claude"]
@@ -103,6 +104,7 @@ def read_claude(
     version = _first_str(raws, "version")
     if version is not None:
         extra["cli_version"] = version
+    drift = claude_drift(raws)
     return SourceSession(
         agent=AGENT,
         path=path,
@@ -111,10 +113,12 @@ def read_claude(
         version=1,
         header=None,
         records=records,
-        reasons=tuple(sorted(reasons)),
+        reasons=tuple(sorted(reasons | drift.reasons())),
         parent_session=parent,
         sidechain=subagent_file,
         extra=extra,
+        writer_version=version or "",
+        unknown=drift.items(),
     )
 
 

@@ -15,8 +15,11 @@ Mirrors the Pi text rules (reference §1.10) over Codex's typed items (formats �
 * **function_call**, **custom_tool_call**, **local_shell_call**, **web_search_call** → an
   ``assistant`` entry ``Tool: <name>(<args ≤400>)``. ``arguments``/``input`` arrive as JSON text
   (§3.10.2) and are parsed; text that is not a JSON object or array stays the raw string (shown
-  unquoted). ``ref``/``provider``/``action`` are ``codex.<name>``/``codex``/``<name>``;
-  ``operation_address`` is ``<entry id>/call:<call_id>``; ``files_touched`` from typed path keys.
+  unquoted). ``ref``/``provider``/``action`` are ``codex.<name>``/``codex``/``<name>``; an MCP
+  call (0.171.0: ``namespace: "mcp__<server>"``, ``name: "<tool>"``) is named
+  ``mcp__<server>__<tool>`` and has its server's identity, as on every agent
+  (``stages.families``, which also gives ``family``); ``operation_address`` is
+  ``<entry id>/call:<call_id>``; ``files_touched`` from typed path keys.
 * **function_call_output** / **custom_tool_call_output** → a ``toolResult`` entry
   ``toolResult(<name>)[ [error]]: <body>`` in Pi's exact form, paired with its call by
   ``call_id`` (the name; the body only under ``index_tool_output``). Codex writes no error flag
@@ -24,14 +27,19 @@ Mirrors the Pi text rules (reference §1.10) over Codex's typed items (formats �
   carries: the legacy shell JSON ``metadata.exit_code``, a first line ``Exit code: N``
   (freeform shell) or a header line ``Process exited with code N`` before ``Output:``
   (unified exec); an ``event_msg``
-  ``exec_command_end.exit_code`` or ``patch_apply_end.success`` with the same ``call_id`` wins.
-  0/success → ``succeeded``, anything else → ``failed`` (and ``is_error``); none → no outcome.
+  ``exec_command_end.exit_code`` or ``patch_apply_end.success`` with the same ``call_id`` wins,
+  and so does an ``item_completed`` item (0.171.0): ``CommandExecution.exit_code`` (or a failed
+  ``status``), ``McpToolCall.status`` / ``result.isError`` / ``error`` (an MCP output states no
+  failure at all). 0/success → ``succeeded``, anything else → ``failed`` (and ``is_error``);
+  none → no outcome.
 * **compacted** → ``compaction: <message>`` (role ``compactionSummary``) when the message is not
   blank; ``replacement_history`` repeats earlier items and is not indexed again.
-* ``event_msg`` **user_message** / **agent_message** / **agent_reasoning** are display copies of
-  the items above (§3.7, §3.8): each is indexed only when no selected ``response_item`` carries
-  the same text (a rollout trimmed to its events still yields its conversation). A
-  ``user_message`` with a ``kind`` other than ``plain`` is injected context.
+* ``event_msg`` **user_message** / **agent_message** / **agent_reasoning**, and (0.171.0, which
+  writes no user/agent_message events) **item_completed** ``UserMessage`` / ``AgentMessage``,
+  are display copies of the items above (§3.7, §3.8): each is indexed only when no selected
+  ``response_item`` carries the same text (a rollout trimmed to its events still yields its
+  conversation). A ``user_message`` with a ``kind`` other than ``plain`` is injected context.
+  ``world_state``, ``token_usage_record`` and the ``ordinal`` on every line add nothing.
 
 Records of kind ``codex.forked_copy`` (a parent's history copied into a fork) give no entry.
 ``index`` is left 0 for the dispatcher; ``sidechain`` is the session's (subagent rollouts).
@@ -55,6 +63,7 @@ from stages.common import (
     parse_timestamp_ms,
     summarize_args,
 )
+from stages.families import mcp_tool_name, tool_family, tool_identity
 from stages.lineage import Lineage
 from stages.normalized import EntryMemo, NormalizeResult, record_key
 from stages.policy import Policy
@@ -66,11 +75,15 @@ __all__ = ["INJECTED_OPENERS", "normalize_codex"]
 AGENT = "codex"
 # The event kinds that copy a response item, and the echo set their text is looked up in.
 _ECHO_OF = {"user_message": "user", "agent_message": "assistant", "agent_reasoning": "reasoning"}
+# ``item_completed`` items that copy a prompt or an answer, and their text item kinds.
+_COMPLETED_BUCKET = {"UserMessage": "user", "AgentMessage": "assistant"}
+_COMPLETED_TEXT = ("text", "Text")
 
 _CALLS = ("function_call", "custom_tool_call", "local_shell_call", "web_search_call")
 _NAMED_BY_TYPE = {"local_shell_call": "local_shell", "web_search_call": "web_search"}
 _OUTPUTS = ("function_call_output", "custom_tool_call_output")
 _TEXT_ITEMS = ("input_text", "output_text", "text")
+_FAILED_STATUSES = ("failed", "declined", "error")
 
 
 def normalize_codex(
@@ -158,10 +171,9 @@ def _depends(
         call_id = call_id if isinstance(call_id, str) else ""
         return (calls.get(call_id), events.get(call_id))
     if record.kind == "event_msg":
-        bucket = _ECHO_OF.get(str(item))
-        text = payload.get("text" if item == "agent_reasoning" else "message")
-        if bucket is not None and isinstance(text, str):
-            return (js_trim(text) in echoes[bucket],)
+        said = _event_text(payload)
+        if said is not None:
+            return (_echoed(said, echoes),)
     return ()
 
 
@@ -175,26 +187,53 @@ def _message(record: SourceRecord, payload: dict[str, Any]) -> NormalizedEntry |
 def _event(
     record: SourceRecord, payload: dict[str, Any], echoes: dict[str, set[str]], policy: Policy
 ) -> NormalizedEntry | None:
-    item = payload.get("type")
-    if item == "user_message":
-        text = payload.get("message")
-        kind = payload.get("kind")
-        if not isinstance(text, str) or _injected(text) or kind not in (None, "plain"):
-            return None
-        if js_trim(text) in echoes["user"]:
+    said = _event_text(payload)
+    if said is None or _echoed(said, echoes):
+        return None
+    bucket, pieces = said
+    text = "\n".join(pieces)
+    if bucket == "user":
+        if _injected(text) or payload.get("kind") not in (None, "plain"):
             return None
         return _text_entry(record, "message", "user", text)
-    if item == "agent_message":
-        text = payload.get("message")
-        if not isinstance(text, str) or js_trim(text) in echoes["assistant"]:
-            return None
+    if bucket == "assistant":
         return _text_entry(record, "message", "assistant", text)
-    if item == "agent_reasoning" and policy.index_thinking:
-        text = payload.get("text")
-        if not isinstance(text, str) or js_trim(text) in echoes["reasoning"]:
-            return None
+    if policy.index_thinking:
         return _text_entry(record, "reasoning", "assistant", text)
     return None
+
+
+def _event_text(payload: dict[str, Any]) -> tuple[str, list[str]] | None:
+    """(echo bucket, text pieces) of an event that copies a prompt, answer or reasoning:
+    ``user_message`` / ``agent_message`` / ``agent_reasoning`` (their one string), or an
+    ``item_completed`` ``UserMessage`` / ``AgentMessage`` (its content items' texts, 0.171.0)."""
+    item = payload.get("type")
+    if item == "item_completed":
+        completed = payload.get("item")
+        if not isinstance(completed, dict):
+            return None
+        bucket = _COMPLETED_BUCKET.get(str(completed.get("type")))
+        if bucket is None:
+            return None
+        pieces = [
+            i["text"]
+            for i in _items(completed.get("content"))
+            if i.get("type") in _COMPLETED_TEXT and isinstance(i.get("text"), str)
+        ]
+        return (bucket, pieces) if pieces else None
+    bucket = _ECHO_OF.get(str(item))
+    text = payload.get("text" if item == "agent_reasoning" else "message")
+    if bucket is None or not isinstance(text, str):
+        return None
+    return bucket, [text]
+
+
+def _echoed(said: tuple[str, list[str]], echoes: dict[str, set[str]]) -> bool:
+    """Whether a selected response item already carries this event's text (whole, or each
+    of its pieces)."""
+    bucket, pieces = said
+    seen = echoes[bucket]
+    return js_trim("\n".join(pieces)) in seen or all(js_trim(p) in seen for p in pieces)
 
 
 def _call(record: SourceRecord, payload: dict[str, Any]) -> NormalizedEntry:
@@ -208,6 +247,7 @@ def _call(record: SourceRecord, payload: dict[str, Any]) -> NormalizedEntry:
     address = None
     if isinstance(call_id, str) and call_id:
         address = f"{record.id}/call:{clean_text(call_id)}"
+    ref, provider, action = tool_identity(AGENT, name)
     return NormalizedEntry(
         index=0,
         entry_id=record.id,
@@ -223,10 +263,11 @@ def _call(record: SourceRecord, payload: dict[str, Any]) -> NormalizedEntry:
         offset=record.offset,
         agent=AGENT,
         operation_address=address,
-        ref=f"codex.{name}",
-        provider=AGENT,
-        action=name,
+        ref=ref,
+        provider=provider,
+        action=action,
         files_touched=files_touched([args]) if raw is None else (),
+        family=tool_family(AGENT, name),
     )
 
 
@@ -235,11 +276,10 @@ def _call_shape(payload: dict[str, Any]) -> tuple[str, object, str | None]:
 
     Absent arguments summarize as ``""`` (the reference's ``JSON.stringify(undefined)``)."""
     item = payload.get("type")
+    name = _call_name(payload)
     if item in _NAMED_BY_TYPE:
-        name, key = _NAMED_BY_TYPE[str(item)], "action"
+        key = "action"
     else:
-        raw_name = payload.get("name")
-        name = clean_text(raw_name) if isinstance(raw_name, str) else ""
         key = "arguments" if item == "function_call" else "input"
     if key not in payload:
         return name, None, ""
@@ -253,6 +293,20 @@ def _call_shape(payload: dict[str, Any]) -> tuple[str, object, str | None]:
     if isinstance(parsed, dict | list):
         return name, parsed, None
     return name, None, value
+
+
+def _call_name(payload: dict[str, Any]) -> str:
+    """A call item's tool name (without reading its arguments)."""
+    item = payload.get("type")
+    if item in _NAMED_BY_TYPE:
+        return _NAMED_BY_TYPE[str(item)]
+    raw_name = payload.get("name")
+    name = clean_text(raw_name) if isinstance(raw_name, str) else ""
+    namespace = payload.get("namespace")
+    if isinstance(namespace, str):
+        # Codex 0.171.0 names an MCP call by its server's namespace plus the tool.
+        name = mcp_tool_name(clean_text(namespace), name) or name
+    return name
 
 
 def _output(
@@ -273,6 +327,7 @@ def _output(
     failed = outcome == "failed"
     prefix = (f"toolResult({name})" if name else "toolResult") + (" [error]" if failed else "")
     text = f"{prefix}: {body}" if policy.index_tool_output and body else prefix
+    ref, provider, action = tool_identity(AGENT, name) if name else (None, None, None)
     return NormalizedEntry(
         index=0,
         entry_id=record.id,
@@ -287,10 +342,11 @@ def _output(
         line=record.line,
         offset=record.offset,
         agent=AGENT,
-        ref=f"codex.{name}" if name else None,
-        provider=AGENT if name else None,
-        action=name,
+        ref=ref,
+        provider=provider,
+        action=action,
         outcome=outcome,
+        family=tool_family(AGENT, name),
     )
 
 
@@ -331,12 +387,27 @@ def _header_exit_code(text: str) -> int | None:
 
 
 def _event_outcomes(records: Iterable[SourceRecord]) -> dict[str, bool]:
-    """``call_id`` → success from ``exec_command_end`` / ``patch_apply_end`` events (§3.6)."""
+    """``call_id`` → success from ``exec_command_end`` / ``patch_apply_end`` events (§3.6)
+    and from ``item_completed`` ``CommandExecution`` / ``McpToolCall`` items (0.171.0).
+
+    A completed item names its call by ``id`` (or ``call_id``); one whose id names no call
+    takes the latest earlier call of its kind still without an outcome (an MCP call of the
+    same ``mcp__<server>__<tool>``, or a shell-family call), as Codex completes items in order.
+    """
     outcomes: dict[str, bool] = {}
+    calls: dict[str, str] = {}  # call_id → tool name, file order
     for record in records:
+        payload = payload_of(record.value)
+        if record.kind == "response_item":
+            call_id = payload.get("call_id")
+            if payload.get("type") in _CALLS and isinstance(call_id, str):
+                calls.setdefault(call_id, _call_name(payload))
+            continue
         if record.kind != "event_msg":
             continue
-        payload = payload_of(record.value)
+        if payload.get("type") == "item_completed":
+            _completed_outcome(payload.get("item"), calls, outcomes)
+            continue
         call_id = payload.get("call_id")
         if not isinstance(call_id, str):
             continue
@@ -349,6 +420,56 @@ def _event_outcomes(records: Iterable[SourceRecord]) -> dict[str, bool]:
     return outcomes
 
 
+def _completed_outcome(item: object, calls: dict[str, str], outcomes: dict[str, bool]) -> None:
+    """Record the outcome an ``item_completed`` item states, under its call's id."""
+    if not isinstance(item, dict):
+        return
+    kind = item.get("type")
+    if kind == "CommandExecution":
+        code = _int(item.get("exit_code"))
+        status = item.get("status")
+        if code is not None:
+            succeeded = code == 0
+        elif status in _FAILED_STATUSES:
+            succeeded = False
+        else:
+            return
+        wanted: str | None = None
+    elif kind == "McpToolCall":
+        result = item.get("result")
+        status = item.get("status")
+        failed = (
+            status in _FAILED_STATUSES
+            or (isinstance(result, dict) and result.get("isError") is True)
+            or isinstance(item.get("error"), dict | str)
+        )
+        if not failed and status != "completed":
+            return
+        succeeded = not failed
+        server, tool = item.get("server"), item.get("tool")
+        wanted = (
+            mcp_tool_name(f"mcp__{server}", tool)
+            if isinstance(server, str) and isinstance(tool, str)
+            else None
+        )
+    else:
+        return
+    for key in ("id", "call_id"):
+        own = item.get(key)
+        if isinstance(own, str) and own in calls:
+            outcomes[own] = succeeded
+            return
+    for call_id in reversed(list(calls)):
+        if call_id in outcomes:
+            continue
+        name = calls[call_id]
+        if (wanted is not None and name == wanted) or (
+            kind == "CommandExecution" and tool_family(AGENT, name) == "shell"
+        ):
+            outcomes[call_id] = succeeded
+            return
+
+
 def _call_names(records: Iterable[SourceRecord]) -> dict[str, str]:
     """``call_id`` → tool name of every call in the rollout (an output pairs even off the path)."""
     names: dict[str, str] = {}
@@ -358,7 +479,7 @@ def _call_names(records: Iterable[SourceRecord]) -> dict[str, str]:
         if record.kind != "response_item" or payload.get("type") not in _CALLS:
             continue
         if isinstance(call_id, str):
-            names.setdefault(call_id, _call_shape(payload)[0])
+            names.setdefault(call_id, _call_name(payload))
     return names
 
 

@@ -17,6 +17,12 @@ Ids. A rollout is linear (§3.9), so ids are derived from the position in the fi
 concatenated line (stable under appends). Each record's parent is the previous record of the
 session's own chain.
 
+Drift. Every line kind, response-item type, event type, ``item_completed`` item type and
+message content-item type outside the ``KNOWN_*`` sets is counted (``unknown``, with the
+``cli_version`` as ``writer_version``); an unknown response item or content item (model
+history, where conversation text lives) also gives the reason ``unknown_record_type``, an
+unknown event does not (events only repeat history).
+
 Parent thread (§3.5, §3.9). ``parent_session`` is ``source.subagent.thread_spawn.parent_thread_id``,
 else the era-D top-level ``parent_thread_id``, else ``forked_from_id``; all three (when present)
 are also in ``extra``. A subagent rollout (``source.subagent`` or ``thread_source: "subagent"``)
@@ -56,6 +62,7 @@ from pathlib import PurePath
 from typing import Any
 
 from stages.common import parse_timestamp_ms
+from stages.drift import Drift
 from stages.source import ParseResult, RawRecord, SourceRecord, SourceSession, parse_reasons
 
 __all__ = ["AGENT", "FORKED_COPY", "INJECTED_OPENERS", "human_items", "payload_of", "read_codex"]
@@ -78,6 +85,111 @@ INJECTED_OPENERS = (
 )
 _META = "session_meta"
 _TURN_STARTS = ("task_started", "turn_started")
+
+# What this adapter knows (formats §3.4–§3.8, the era-D samples, Codex 0.171.0); every other
+# name is counted as drift (``stages.drift``). Line kinds are envelope ``type``s (and the
+# adapter's own ``state``/``response_item`` for bare lines).
+KNOWN_LINES = frozenset(
+    {
+        _META,
+        "response_item",
+        "event_msg",
+        "turn_context",
+        "compacted",
+        "state",
+        "world_state",
+        "token_usage_record",
+        "inter_agent_communication",
+        "inter_agent_communication_metadata",
+    }
+)
+KNOWN_ITEMS = frozenset(
+    {
+        "message",
+        "reasoning",
+        "function_call",
+        "function_call_output",
+        "custom_tool_call",
+        "custom_tool_call_output",
+        "local_shell_call",
+        "tool_search_call",
+        "tool_search_output",
+        "web_search_call",
+        "image_generation_call",
+        "ghost_snapshot",
+        "compaction",
+        "compaction_summary",
+        "agent_message",
+    }
+)
+KNOWN_EVENTS = frozenset(
+    {
+        "user_message",
+        "agent_message",
+        "agent_reasoning",
+        "agent_reasoning_raw_content",
+        "agent_reasoning_section_break",
+        "token_count",
+        "task_started",
+        "turn_started",
+        "task_complete",
+        "turn_complete",
+        "turn_aborted",
+        "context_compacted",
+        "thread_rolled_back",
+        "thread_name_updated",
+        "thread_settings_applied",
+        "thread_goal_updated",
+        "entered_review_mode",
+        "exited_review_mode",
+        "undo_completed",
+        "image_generation_end",
+        "item_started",
+        "item_completed",
+        "error",
+        "warning",
+        "stream_error",
+        "exec_command_end",
+        "patch_apply_end",
+        "mcp_tool_call_end",
+        "web_search_end",
+        "view_image_tool_call",
+        "collab_agent_spawn_end",
+        "collab_agent_interaction_end",
+        "collab_waiting_end",
+        "collab_close_end",
+        "collab_resume_end",
+        "dynamic_tool_call_request",
+        "dynamic_tool_call_response",
+        "guardian_assessment",
+        "sub_agent_activity",
+        "plan_update",
+        "turn_diff",
+    }
+)
+# ``event_msg/item_completed`` item kinds (the app-server's ThreadItem names).
+KNOWN_COMPLETED = frozenset(
+    {
+        "UserMessage",
+        "AgentMessage",
+        "Reasoning",
+        "CommandExecution",
+        "McpToolCall",
+        "FileChange",
+        "Plan",
+        "Extension",
+        "WebSearch",
+        "ImageGeneration",
+        "ImageView",
+        "DynamicToolCall",
+        "CollabAgentToolCall",
+        "ContextCompaction",
+        "EnteredReviewMode",
+        "ExitedReviewMode",
+    }
+)
+KNOWN_CONTENT = frozenset({"input_text", "input_image", "output_text", "text", "refusal"})
+KNOWN_COMPLETED_CONTENT = frozenset({"text", "Text", "image", "Image", "localImage"})
 _HEX = frozenset("0123456789abcdefABCDEF")
 
 
@@ -100,6 +212,7 @@ def read_codex(parsed: ParseResult, path: str) -> SourceSession:
     is_subagent = subagent is not None or meta.get("thread_source") == "subagent"
 
     copies = _forked_copies(raws, header_at, own_id, meta, forked_from is not None, is_subagent)
+    drift = Drift()
     records: list[SourceRecord] = []
     previous_line = -1
     k = 0
@@ -115,6 +228,8 @@ def read_codex(parsed: ParseResult, path: str) -> SourceSession:
         record_id = f"L{raw.line}" if k == 0 else f"L{raw.line}.{k}"
         copied = i in copies
         kind = _kind(raw.value)
+        if not copied:
+            _check(drift, kind, raw.value)
         if not copied and kind == "event_msg":
             rolled_back += _roll_back(payload_of(raw.value), chain, human_at)
         records.append(
@@ -158,11 +273,34 @@ def read_codex(parsed: ParseResult, path: str) -> SourceSession:
         version=1,
         header=header,
         records=tuple(records),
-        reasons=tuple(sorted(reasons)),
+        reasons=tuple(sorted(reasons | drift.reasons())),
         parent_session=spawned_by or parent_thread or forked_from,
         sidechain=is_subagent,
         extra=extra,
+        writer_version=_str(meta.get("cli_version")) or "",
+        unknown=drift.items(),
     )
+
+
+def _check(drift: Drift, kind: str, value: dict[str, Any]) -> None:
+    """Count what of one line this adapter does not know (module ``KNOWN_*`` sets). Model
+    history (response items and their content) could hold conversation text; events and
+    their items only repeat it, so an unknown one is counted but marks no coverage."""
+    if not drift.check("line", kind, KNOWN_LINES, payload_of(value)):
+        return
+    payload = payload_of(value)
+    item = payload.get("type")
+    if kind == "response_item":
+        if drift.check("item", item, KNOWN_ITEMS, payload) and item == "message":
+            drift.blocks(payload.get("content"), KNOWN_CONTENT)
+    elif kind == "event_msg":
+        if not isinstance(item, str) or item not in KNOWN_EVENTS:
+            drift.note("event", item, text=False)
+        elif item == "item_completed":
+            completed = payload.get("item")
+            name = completed.get("type") if isinstance(completed, dict) else None
+            if not isinstance(name, str) or name not in KNOWN_COMPLETED:
+                drift.note("completed", name, text=False)
 
 
 def payload_of(value: dict[str, Any]) -> dict[str, Any]:

@@ -24,6 +24,7 @@ from stages.common import (
     json_value,
     utf8_size,
 )
+from stages.families import fabric_family
 from stages.pi.fabric import (
     OUTCOMES,
     bound_result,
@@ -386,4 +387,5 @@ def _fact_child(
         carrier_parent_id=carrier.parent_id,
         carrier_from_id=from_id,
         sidechain=carrier.sidechain,
+        family=fabric_family(provider, action, tool) if tool else None,
     )

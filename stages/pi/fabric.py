@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from stages.common import clean_text, js_trim, json_compact, json_size, json_value
+from stages.families import fabric_family
 from store.records import NormalizedEntry
 
 __all__ = [
@@ -379,6 +380,7 @@ def trace_children(
                 files_touched=_trace_files(op.ref, op.tool, op.args),
                 operation=operation,
                 sidechain=carrier.sidechain,
+                family=fabric_family(op.provider, op.action, op.tool),
             )
         )
     return children

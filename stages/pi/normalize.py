@@ -2,7 +2,11 @@
 
 Only ``message``, ``compaction``, ``branch_summary`` and ``custom_message`` records become
 entries (reference §1.10); the header, ``model_change``, ``thinking_level_change``, ``label``,
-``custom``, ``session_info`` and unknown types do not. Text per record:
+``custom``, ``session_info``, ``usage``, ``context_edit`` and unknown types do not, and neither
+does a ``role: "system"`` message (Pi 1.6.0: the system prompt and tool loadout, never
+conversation; a compaction's ``systemMessage`` is not read either). A ``context_edit`` marks its
+target entry ``context_edited`` (``omitted`` when ``replacement`` is null, else ``replaced``;
+the latest selected edit wins) and leaves its text the raw history it is. Text per record:
 
     user              string content, or its text parts joined by "\\n" (images add nothing)
     assistant         text parts, thinking (only with index_thinking; never signatures),
@@ -37,12 +41,17 @@ already carries that address on the assistant entry: one address, one carrier. A
 follow Fabric's conventions (``<assistantEntryId>/call:<toolCallId>``, ``<entryId>/bash``), so
 a branch-summary fact about an abandoned call has the same address as the call itself.
 
-Fabric child entries (execution-trace operations, branch-summary facts) follow their carrier
-immediately; see ``stages.pi.fabric`` and ``stages.pi.branch_details``.
+Fabric child entries (execution-trace operations, branch-summary facts) and nested tool calls
+(``codemode``'s ``nestedCalls`` / ``details.calls``) follow their carrier immediately; see
+``stages.pi.fabric``, ``stages.pi.branch_details`` and ``stages.pi.nested``. Every tool entry
+has a ``family`` (``stages.families``); an MCP tool ``mcp__<server>__<tool>`` has its server's
+identity ``<server>.<tool>`` / ``<server>`` / ``<tool>`` (a result's ``details: {server,
+tool}`` states it exactly).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -56,19 +65,25 @@ from stages.common import (
     js_truthy,
     summarize_args,
 )
+from stages.drift import NO_ENTRIES
+from stages.families import tool_family
+from stages.families import tool_identity as agent_tool_identity
 from stages.lineage import Lineage
 from stages.normalized import EntryMemo, NormalizeResult
 from stages.pi.branch_details import branch_children, read_branch_details
 from stages.pi.fabric import read_trace, trace_children
+from stages.pi.nested import nested_children
 from stages.policy import Policy
 from stages.source import SourceRecord, SourceSession
 from store.records import NormalizedEntry
 
-__all__ = ["KEPT_TYPES", "normalize_pi", "tool_identity"]
+__all__ = ["KEPT_TYPES", "appends_locally", "empty_reasons", "normalize_pi", "tool_identity"]
 
 AGENT = "pi"
 KEPT_TYPES = frozenset({"message", "compaction", "branch_summary", "custom_message"})
 FABRIC_EXEC = "fabric_exec"
+SYSTEM_ROLE = "system"
+CONTEXT_EDIT = "context_edit"
 
 
 def normalize_pi(
@@ -82,6 +97,7 @@ def normalize_pi(
     duplicates, and the session's and lineage's own reasons travel separately.
     """
     selected = frozenset(lineage.selected)
+    edits = _context_edits(r for r in session.records if r.position in selected)
     entries: list[NormalizedEntry] = []
     reasons: set[str] = set()
     seen_fact_addresses: set[str] = set()
@@ -91,8 +107,12 @@ def normalize_pi(
         entry = _entry(record, policy, index=len(entries))
         if entry is None:
             continue
+        if entry.entry_id is not None and entry.entry_id in edits:
+            entry = replace(entry, context_edited=edits[entry.entry_id])
         entries.append(entry)
         for child in _trace_children(record, entry, policy):
+            entries.append(_at(child, len(entries)))
+        for child in _nested_children(record, entry):
             entries.append(_at(child, len(entries)))
         children, fact_reasons = _branch_children(record, entry, policy, seen_fact_addresses)
         reasons |= fact_reasons
@@ -101,12 +121,27 @@ def normalize_pi(
     return NormalizeResult(entries=tuple(entries), reasons=tuple(sorted(reasons)))
 
 
+def appends_locally(appended: SourceSession) -> bool:
+    """Whether the entries of records *appended* to an indexed session are a function of those
+    records alone (the tail path's premise): not when one is a ``context_edit``, which marks
+    an earlier entry."""
+    return not any(r.kind == CONTEXT_EDIT for r in appended.records)
+
+
+def empty_reasons(reasons: set[str], entries: int) -> set[str]:
+    """*reasons* of a view of a session with a header, extended to *entries* entries: with
+    ``no_entries`` exactly when it has none (as ``normalize`` says it)."""
+    if entries == 0:
+        return reasons | {NO_ENTRIES}
+    return reasons - {NO_ENTRIES}
+
+
 def tool_identity(tool: str) -> tuple[str, str | None, str | None]:
-    """(ref, provider, action) of a Pi tool name: ``pi.<tool>``, except Fabric's own entry
-    tool ``fabric_exec``, which has no provider/action."""
+    """(ref, provider, action) of a Pi tool name: ``pi.<tool>``, an MCP tool's server identity
+    (``stages.families``), or for Fabric's own entry tool ``fabric_exec`` no provider/action."""
     if tool == FABRIC_EXEC:
         return FABRIC_EXEC, None, None
-    return f"pi.{tool}", "pi", tool
+    return agent_tool_identity(AGENT, tool)
 
 
 @dataclass(slots=True)
@@ -123,11 +158,13 @@ class _Fields:
     outcome: str | None = None
     operation_address: str | None = None
     files: tuple[str, ...] = ()
+    family: str | None = None
 
     def identify(self, tool: str | None) -> None:
         self.tool = tool
         if tool:
             self.ref, self.provider, self.action = tool_identity(tool)
+            self.family = tool_family(AGENT, tool)
 
 
 def _entry(record: SourceRecord, policy: Policy, index: int) -> NormalizedEntry | None:
@@ -140,6 +177,8 @@ def _entry(record: SourceRecord, policy: Policy, index: int) -> NormalizedEntry 
     if kind == "message":
         if not isinstance(message, dict):
             return None
+        if message.get("role") == SYSTEM_ROLE:
+            return None  # the system prompt and tool loadout: never conversation
         fields = _message_fields(message, entry_id, policy)
     elif kind == "compaction":
         fields = _Fields(role="compaction", text=f"compaction: {js_string(value.get('summary'))}")
@@ -171,6 +210,7 @@ def _entry(record: SourceRecord, policy: Policy, index: int) -> NormalizedEntry 
         outcome=fields.outcome,
         files_touched=fields.files,
         sidechain=record.sidechain,
+        family=fields.family,
     )
 
 
@@ -250,6 +290,17 @@ def _tool_result(message: dict[str, Any], policy: Policy) -> _Fields:
     is_error = _is_error(message)
     fields = _Fields(role="toolResult", text=text, is_error=is_error)
     fields.identify(tool)
+    details = message.get("details")
+    if isinstance(details, dict) and tool is not None:
+        server, action = details.get("server"), details.get("tool")
+        # An MCP result names its server and tool (Pi 1.6.0): exact even when the server's
+        # own name holds "__", which splitting the tool name could not tell.
+        if (
+            isinstance(server, str)
+            and isinstance(action, str)
+            and tool == f"mcp__{server}__{action}"
+        ):
+            fields.ref, fields.provider, fields.action = f"{server}.{action}", server, action
     fields.outcome = "failed" if is_error else "succeeded"
     return fields
 
@@ -313,6 +364,27 @@ def _trace_children(
     if trace is None:
         return []
     return trace_children(entry, trace, policy.index_tool_output)
+
+
+def _nested_children(record: SourceRecord, entry: NormalizedEntry) -> list[NormalizedEntry]:
+    if entry.role != "toolResult" or entry.type != "message" or entry.entry_id is None:
+        return []
+    message = record.value.get("message")
+    return nested_children(entry, message) if isinstance(message, dict) else []
+
+
+def _context_edits(records: Iterable[SourceRecord]) -> dict[str, str]:
+    """Target entry id → ``omitted`` (``replacement: null``) or ``replaced``, from the
+    selected ``context_edit`` records; the latest in file order wins (on the active path
+    that is the latest edit on the branch, as Pi's projection applies them)."""
+    edits: dict[str, str] = {}
+    for record in records:
+        value = record.value
+        target = value.get("targetId")
+        if value.get("type") != CONTEXT_EDIT or not isinstance(target, str) or not target:
+            continue
+        edits[clean_text(target)] = "omitted" if value.get("replacement") is None else "replaced"
+    return edits
 
 
 def _branch_children(

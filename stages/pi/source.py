@@ -15,6 +15,11 @@ extended to 16 hex, then to all 64, if it repeats an id already assigned earlier
 string ``id`` keeps it even in a v1 file (mixed files, or a v3 body whose header was lost); its
 ``parentId`` is used when the key is present, otherwise it is chained like a v1 record.
 
+Drift. Entry types, message roles and content-block types outside ``KNOWN_TYPES`` /
+``KNOWN_ROLES`` / ``KNOWN_BLOCKS`` are counted (``unknown``; the header ``version`` is the
+``writer_version``), and name ``unknown_record_type`` when they could hold text
+(``stages.drift``). A system message's content is never read, so its blocks are not checked.
+
 A v1 ``compaction`` names its first kept entry by ``firstKeptEntryIndex``: an index into the
 writer's entry array, header counted. ``extra["v1_entry_ids"]`` holds one slot per parsed record
 in file order (``None`` for ``session`` records), so ``v1_entry_id(session, index)`` gives the
@@ -29,12 +34,44 @@ from typing import Any
 
 from blake3 import blake3
 
+from stages.drift import Drift
 from stages.source import ParseResult, SourceRecord, SourceSession, parse_reasons
 
-__all__ = ["derived_id", "read_pi", "v1_entry_id"]
+__all__ = ["KNOWN_BLOCKS", "KNOWN_ROLES", "KNOWN_TYPES", "derived_id", "read_pi", "v1_entry_id"]
 
 AGENT = "pi"
 _HEADER = "session"
+# What this adapter knows (formats §1.5–§1.6 and Pi 1.6.0's docs/session-format.md); every
+# other entry type, message role and content-block type is drift (``stages.drift``).
+KNOWN_TYPES = frozenset(
+    {
+        "message",
+        "model_change",
+        "thinking_level_change",
+        "compaction",
+        "branch_summary",
+        "custom",
+        "custom_message",
+        "label",
+        "session_info",
+        "usage",
+        "context_edit",
+    }
+)
+KNOWN_ROLES = frozenset(
+    {
+        "user",
+        "assistant",
+        "toolResult",
+        "bashExecution",
+        "custom",
+        "hookMessage",
+        "branchSummary",
+        "compactionSummary",
+        "system",
+    }
+)
+KNOWN_BLOCKS = frozenset({"text", "thinking", "toolCall", "image"})
 
 
 def read_pi(parsed: ParseResult, path: str) -> SourceSession:
@@ -51,6 +88,7 @@ def read_pi(parsed: ParseResult, path: str) -> SourceSession:
     version = _version(head.get("version"))
     linear = version < 2
 
+    drift = Drift()
     records: list[SourceRecord] = []
     entry_ids: list[str | None] = []
     used: set[str] = set()
@@ -61,6 +99,7 @@ def read_pi(parsed: ParseResult, path: str) -> SourceSession:
         if kind == _HEADER:
             entry_ids.append(None)
             continue
+        _check(drift, value)
         position = len(records)
         own_id = _str(value.get("id"))
         record_id: str | None
@@ -95,10 +134,27 @@ def read_pi(parsed: ParseResult, path: str) -> SourceSession:
         version=version,
         header=header,
         records=tuple(records),
-        reasons=tuple(sorted(reasons)),
+        reasons=tuple(sorted(reasons | drift.reasons())),
         parent_session=_str(head.get("parentSession")) or _str(head.get("branchedFrom")),
         extra=extra,
+        writer_version=str(version) if header is not None else "",
+        unknown=drift.items(),
     )
+
+
+def _check(drift: Drift, value: dict[str, Any]) -> None:
+    """Count what of one entry this adapter does not know (module ``KNOWN_*`` sets)."""
+    if not drift.check("line", value.get("type"), KNOWN_TYPES, value):
+        return
+    message = value.get("message")
+    if value.get("type") != "message" or not isinstance(message, dict):
+        return
+    role = message.get("role")
+    if not isinstance(role, str) or role not in KNOWN_ROLES:
+        drift.note("role", role, text=True)
+        return
+    if role != "system":  # the system prompt is never indexed, whatever it holds
+        drift.blocks(message.get("content"), KNOWN_BLOCKS)
 
 
 def derived_id(session_id: str, position: int, used: Collection[str] = ()) -> str:

@@ -122,6 +122,7 @@ def test_digest_fields():
         "bash",
         "failed",
         True,
+        None,  # family: set by the normalizers, not by this hand-built entry
     )
     assert d.reasons == ()
 
