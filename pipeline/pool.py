@@ -470,7 +470,7 @@ class BackgroundBuilds:
                 return None
             self._running = self.building = None
             name, _ = running.get()
-        except (WorkerDied, TaskFailed) as exc:
+        except (WorkerDied, TaskFailed, DiskFull) as exc:  # a full disk: retried the same way
             self._running = self.building = None
             self._failures += 1
             pause = min(self.RETRY_MAX_S, self.RETRY_FIRST_S * 2 ** (self._failures - 1))

@@ -64,6 +64,10 @@ def bucket_raises(index_dir: str, digests: tuple[str, ...]) -> tuple[str, int]:
     raise OSError(28, "No space left on device")
 
 
+def bucket_fails(index_dir: str, digests: tuple[str, ...]) -> tuple[str, int]:
+    raise ValueError("a bug in the builder")
+
+
 def die_at_start(conn: Any) -> None:
     os._exit(1)
 

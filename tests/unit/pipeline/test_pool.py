@@ -18,6 +18,7 @@ from pipeline.lexicon import LexiconKeeper, build_bucket
 from pipeline.pool import BackgroundBuilds, TaskFailed, WorkerDied, WorkerPool
 from pipeline.session_job import Job
 from stages.policy import Policy
+from store.errors import DiskFull
 from store.writer import StoreWriter
 from tests.unit.pipeline import pool_helpers
 from tests.unit.pipeline.pool_helpers import POISON
@@ -127,7 +128,9 @@ def test_a_bucket_whose_worker_died_is_built_again(corpus: list[Path], tmp_path:
         # a bucket that keeps killing workers stops the run after its second attempt
         (pool_helpers.bucket_dies, WorkerDied, "killed by SIGKILL.*2 times"),
         # an error raised in a worker comes back with its traceback
-        (pool_helpers.bucket_raises, TaskFailed, "No space left on device"),
+        (pool_helpers.bucket_fails, TaskFailed, "ValueError: a bug in the builder"),
+        # a full disk comes back as DiskFull, naming the folder and its free space
+        (pool_helpers.bucket_raises, DiskFull, "no space left for the index in .*bytes free"),
     ],
 )
 def test_a_bucket_that_cannot_be_built_stops_the_run(
