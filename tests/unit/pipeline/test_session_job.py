@@ -115,8 +115,8 @@ def test_a_message_of_sessions_is_stored_together_or_fails_together(
         assert layout.record_path(r.state.index_record).is_file()
         assert layout.record_path(r.state.entries_record).is_file()
 
-    # When they cannot be (the disk is full), every session of the message fails, none
-    # half-stored, and no temp file is left behind
+    # When they cannot be (the disk is full), every session of the message fails as
+    # disk_full (no fault of theirs: the run stops), none half-stored, no temp file left
     def full(fd: int) -> None:
         raise OSError(28, "No space left on device")
 
@@ -125,7 +125,7 @@ def test_a_message_of_sessions_is_stored_together_or_fails_together(
         Job(path, agent, COLD, POLICY, str(tmp_path / "other")) for agent, path, _ in sessions[:3]
     ]
     failed = index_sessions(jobs)
-    assert [(r.state, r.reason) for r in failed] == [(None, "index_error")] * 3
+    assert [(r.state, r.reason) for r in failed] == [(None, "disk_full")] * 3
     assert all("No space left" in (r.error or "") for r in failed)
     left = [p for p in (tmp_path / "other").rglob("*") if p.is_file()]
     assert left == []
