@@ -28,7 +28,7 @@ from typing import Final, TypeVar
 
 from query.lexicon import ColdLexicon, ScopePlaces
 from query.postings import shift_pairs
-from query.vocabulary import TermIndex
+from query.vocabulary import TermIndex, blob_index
 from store.errors import CorruptRecord, SchemaVersionError
 from store.lexicon import LexiconSegment
 from store.postings import trim_pairs
@@ -251,6 +251,20 @@ class ColdSession:
         if self._keep_vocabulary:
             self._vocabulary = view.vocabulary
         return view.vocabulary
+
+    def term_stats(self, terms: Sequence[bytes]) -> list[int]:
+        """The digest's ranking byte of each of *terms* (``store.rankstats``; 0 for a term it
+        does not hold or a record without them). Reads the record (raises RecordUnavailable);
+        nothing of it stays in memory but what ``vocabulary`` keeps anyway."""
+        view = self._load().view(self._branches)
+        if self._count < 0:
+            self._columnize(view.addresses)
+        blob, stats = view.vocabulary, view.term_stats
+        out: list[int] = []
+        for term in terms:
+            at = blob_index(blob, term)
+            out.append(stats[at] if 0 <= at < len(stats) else 0)
+        return out
 
     @property
     def keeps_vocabulary(self) -> bool:

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["Policy"]
+__all__ = ["RANK_STATS_VERSION", "Policy"]
+
+# What the records' ranking statistics mean (store.rankstats); a new one re-derives every index.
+RANK_STATS_VERSION = 2
 
 
 @dataclass(frozen=True, slots=True)
@@ -20,5 +23,6 @@ class Policy:
         return (
             f"entry:{self.max_entry_chars};thinking:{str(self.index_thinking).lower()};"
             f"tool-output:{str(self.index_tool_output).lower()};"
-            f"vocab:{self.max_cold_vocabulary_bytes};cache:{self.max_cold_cache_bytes}"
+            f"vocab:{self.max_cold_vocabulary_bytes};cache:{self.max_cold_cache_bytes};"
+            f"rank:{RANK_STATS_VERSION}"
         )
