@@ -285,7 +285,8 @@ class _Idf:
 
     ``N`` is the hot candidates plus the entries of the cold sessions in scope; a term's
     ``df`` its hot entries plus an estimate for the cold sessions holding it: each holds it in
-    as many entries as the hot sessions holding it do on average (1 when no hot one does).
+    as many entries as the hot sessions holding it do on average (1 when no hot one does),
+    at most ``N`` in all.
     Without cold sessions this is the seed's BM25 IDF over the hot candidates.
     """
 
@@ -311,7 +312,7 @@ class _Idf:
                 self.hot_df, self.hot_holders, self.cold_holders, strict=True
             ):
                 density = df / holders if holders else 1.0
-                total = df + cold * density
+                total = min(df + cold * density, n)  # an estimate never passes N
                 out.append(idf_of(max(n, 1), total) if total else 0.0)
             self._values = out
         return self._values
@@ -485,7 +486,6 @@ def _cold_terms(
     if cold.places is not None and isinstance(eligible, _Unfiltered):
         regions = _lexicon_regions(cold, cold.places, eligible, encoded, match_all, result)
         counts = _structural(regions, eligible.views, filters, result)
-        idf_model.cold_entries = _cold_entries(cold)
         return _score_regions(
             regions, eligible.views, counts, encoded, limit, keep, stats_budget, idf_model, result
         )
@@ -516,7 +516,6 @@ def _cold_terms(
     groups: dict[int, list[tuple[int, ColdSession, int]]] = {}
     for p, (c, m, structural) in enumerate(candidates):
         groups.setdefault(m, []).append((p, c, structural))
-    idf_model.cold_entries = _cold_entries(cold)
     out = _rank_cold(groups, idf_model, encoded, keep, stats_budget, result)
     return out, len(candidates), matching <= limit
 
@@ -534,6 +533,12 @@ def _cold_entries(cold: ColdScope) -> int:
     n = sum(c.state.view(cold.branches).entry_count for c in cold.sessions)
     _LAST_COLD_ENTRIES[:] = [(cold.sessions, cold.branches, n)]
     return n
+
+
+def _phrase_idf(cold: ColdScope, n_terms: int) -> _Idf:
+    out = _Idf.cold_only(n_terms)
+    out.cold_entries = _cold_entries(cold)
+    return out
 
 
 def _cold_quality(stat: int) -> float:
@@ -943,8 +948,10 @@ def search(
             else:
                 items.extend(_hot_browse(hot, cand, filters))
         if cold is not None:
-            if plan.kind == "literal" and idf_model is None:
-                idf_model = _Idf.cold_only(len(plan.terms))
+            if plan.kind == "literal":
+                if idf_model is None:
+                    idf_model = _Idf.cold_only(len(plan.terms))
+                idf_model.cold_entries = _cold_entries(cold)
             found, matched = _cold(cold, eligible, plan, filters, budgets, keep, result, idf_model)
             # the cold items that cannot rank among the first *keep* are counted, not made
             items.extend(found)
@@ -1005,7 +1012,7 @@ def _cold(
         budgets.digests,
         keep,
         budgets.cold_stats,
-        idf_model or _Idf.cold_only(len(plan.terms)),
+        idf_model or _phrase_idf(cold, len(plan.terms)),
         result,
     )
     if not complete:

@@ -143,8 +143,9 @@ def run_retrieval(work: Path, env: dict[str, str], log: Callable[[str], None]) -
             ranks[(name, "like")] = [_like(con, str(corpus), i) for i in items]
     finally:
         con.close()
-    rows = [{"set": s, "system": system, **_score(r)} for (s, system), r in ranks.items()]
-    rows.sort(key=lambda r: (list(sets).index(r["set"]), r["system"]))
+    order = list(sets)
+    ranked = sorted(ranks.items(), key=lambda kv: (order.index(kv[0][0]), kv[0][1]))
+    rows = [{"set": s, "system": system, **_score(r)} for (s, system), r in ranked]
     return {"rows": rows, "misses": _misses(sets, ranks)}
 
 
