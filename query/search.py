@@ -3,12 +3,14 @@
 ::
 
     hot shards (display or hydrated text) ──► filtered candidates (≤ 50,000, scope order)
-        literal: BM25 from postings (complete text) × provenance weight
+        literal: Σ idf × (FLOOR + (1 − FLOOR) × BM25F quality of the best passage, per
+                 field with its provenance weight) × share of the query's idf matched
         phrase:  NFKC-lowercased substring of the text × weight
         regex:   worker over entry texts × weight
         browse:  score 0 (1 with a structural filter)
     cold digests ──► filter by structural addresses ──► vocabulary candidates (≤ 10,000)
-        Σ ln((C − df + 0.5)/(df + 0.5) + 1) over matched terms; browse 0/1; regex = terms hit
+        literal and phrase: the same shape, quality from the digest's per-term byte, one IDF
+        with the hot tier (``_Idf``); browse 0/1; regex = terms hit
     both ──► sort (score ↓, session mtime ↓, entries first, index ↑, file ↑) ──► ≤ 10,000 items
 
 Every cap and every claim the cold tier cannot prove becomes a named coverage reason; the
@@ -29,7 +31,7 @@ from query.lexicon import ColdLexicon, ScopePlaces, flag_of
 from query.postings import decode_pairs
 from query.regex import RegexLimits, RegexRunner
 from query.vocabulary import TermIndex, blob_contains, blob_terms
-from store.rankstats import BUCKET_BITS, PROSE_BIT, unpack
+from store.rankstats import BUCKET_BITS, PROSE_BIT, split
 from store.records import NormalizedEntry
 from store.tokens import normalize_text, unique_terms
 
@@ -68,8 +70,10 @@ class Budgets:
     entries: int = 50_000
     digests: int = 10_000
     items: int = 10_000
-    # cold candidates whose digest term statistics are read per query (best bound first)
+    # cold candidates whose digest term statistics a query reads (best bound first): at most
+    # this many, and at most cold_stats_per_kept per item a page keeps (a page of 10: 20)
     cold_stats: int = 256
+    cold_stats_per_kept: int = 2
 
 
 DEFAULT_BUDGETS: Final = Budgets()
@@ -265,8 +269,7 @@ def _norm(length: int) -> float:
 def _quality(tf: int, length: int, weights: tuple[float, float]) -> float:
     """How well one entry holds one term, in [0, 1): BM25F's saturated, length-normalised tf
     over its prose and plumbing fields (``store.rankstats`` packs both in *tf* and *length*)."""
-    t_prose, t_plumbing = unpack(tf)
-    l_prose, l_plumbing = unpack(length)
+    (t_prose, t_plumbing), (l_prose, l_plumbing) = split(tf, length)
     weighted = 0.0
     if t_prose:
         weighted += weights[0] * t_prose / _norm(l_prose)
@@ -533,6 +536,12 @@ def _cold_entries(cold: ColdScope) -> int:
     n = sum(c.state.view(cold.branches).entry_count for c in cold.sessions)
     _LAST_COLD_ENTRIES[:] = [(cold.sessions, cold.branches, n)]
     return n
+
+
+def _stats_budget(budgets: Budgets, keep: int | None) -> int:
+    if keep is None:
+        return budgets.cold_stats
+    return min(budgets.cold_stats, budgets.cold_stats_per_kept * max(keep, 1))
 
 
 def _phrase_idf(cold: ColdScope, n_terms: int) -> _Idf:
@@ -1011,7 +1020,7 @@ def _cold(
         filters,
         budgets.digests,
         keep,
-        budgets.cold_stats,
+        _stats_budget(budgets, keep),
         idf_model or _phrase_idf(cold, len(plan.terms)),
         result,
     )

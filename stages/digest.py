@@ -13,6 +13,7 @@ regex answers, whose haystack is the display text.
 from __future__ import annotations
 
 from array import array
+from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 
@@ -21,7 +22,7 @@ from stages.normalized import NormalizeResult
 from stages.policy import Policy
 from stages.source import SourceSession
 from store.codec import encode
-from store.rankstats import entry_stats, session_term_stats
+from store.rankstats import entry_stats, session_term_stats, term_stats_bytes
 from store.records import (
     Address,
     ColdDigest,
@@ -252,27 +253,44 @@ def _blob(terms: Iterable[str]) -> bytes:
     return "\n".join(sorted(terms)).encode("utf-8")
 
 
-def _view_terms(views: Sequence[ViewInput]) -> list[dict[bytes, int]]:
-    """Every term of each view's texts with its ranking byte (``store.rankstats``). A later
-    view with the very same entries (``all`` without other branches) shares the first's."""
-    out: list[dict[bytes, int]] = []
+def _view_terms(views: Sequence[ViewInput]) -> list[tuple[Counter[bytes], set[bytes]]]:
+    """Every term of each view's texts with its ranking statistics (``store.rankstats``).
+
+    A later view holding every text of the first (``all`` usually holds ``active``'s plus its
+    other branches) counts only the entries it adds, as segments of their own after the
+    first view's; the very same entries share the first view's statistics."""
+    out: list[tuple[Counter[bytes], set[bytes]]] = []
+    first_texts: set[str] | None = None
     for v in views:
-        if out and v.normalized is views[0].normalized:
+        entries = v.normalized.entries
+        if not out:
+            out.append(session_term_stats(entries))
+            continue
+        if v.normalized is views[0].normalized:
             out.append(out[0])
+            continue
+        if first_texts is None:
+            first_texts = {e.text for e in views[0].normalized.entries}
+        if first_texts <= {e.text for e in entries}:
+            added = [e for e in entries if e.text not in first_texts]
+            more, prose = session_term_stats(added)
+            held = Counter(out[0][0])
+            held.update(more)
+            out.append((held, out[0][1] | prose))
         else:
-            out.append(session_term_stats(v.normalized.entries))
+            out.append(session_term_stats(entries))
     return out
 
 
-def _term_stats(vocabulary: bytes, stats: dict[bytes, int]) -> bytes:
-    return bytes(stats[t] for t in vocabulary.split(b"\n")) if vocabulary else b""
+def _term_stats(vocabulary: bytes, stats: tuple[Counter[bytes], set[bytes]]) -> bytes:
+    return term_stats_bytes(vocabulary.split(b"\n"), *stats) if vocabulary else b""
 
 
 def build_digest(fold: SessionFold, views: Sequence[ViewInput], policy: Policy) -> ColdDigest:
     """A cold digest honouring ``maxColdVocabularyBytes`` and ``maxColdCacheBytes``."""
     cold_views: list[ColdView] = []
     distinct = _distinct(views)
-    whole: tuple[dict[bytes, int], tuple[bytes, int, bool, bytes]] | None = None
+    whole: tuple[tuple[Counter[bytes], set[bytes]], tuple[bytes, int, bool, bytes]] | None = None
     for v, stats in zip(distinct, _view_terms(distinct), strict=True):
         entries = v.normalized.entries
         if whole is not None and whole[0] is stats:
@@ -280,7 +298,7 @@ def build_digest(fold: SessionFold, views: Sequence[ViewInput], policy: Policy) 
             vocabulary, vocab_bytes, vocab_capped, term_stats = whole[1]
         else:
             vocabulary, vocab_bytes, vocab_capped = _vocabulary(
-                entries, set(stats), policy.max_cold_vocabulary_bytes
+                entries, set(stats[0]), policy.max_cold_vocabulary_bytes
             )
             term_stats = _term_stats(vocabulary, stats)
             if not vocab_capped:

@@ -19,6 +19,7 @@ from typing import Any
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
+from query.search import Budgets
 from store.reader import open_snapshot
 from store.records import NormalizedEntry, SessionEntries, SessionState
 from store.tokens import normalize_text, tokenize, unique_terms
@@ -92,9 +93,11 @@ def idf(n: int, df: float) -> float:
 
 
 def cold_quality(es: list[NormalizedEntry], term: str) -> float:
-    holding = [e for e in es if term in tokenize(e.text)]
+    """From how many 16-entry segments of the session hold the term, and whether prose does."""
+    segments = [es[k : k + 16] for k in range(0, len(es), 16)]
+    holding = [g for g in segments if any(term in tokenize(e.text) for e in g)]
     bucket = min(len(holding), 255).bit_length()
-    prose = any(term in tokenize(fields(e)[0]) for e in holding)
+    prose = any(term in tokenize(fields(e)[0]) for e in es)
     return (0.6 if prose else 0.2) + 0.4 * min(1.0, max(0, bucket - 1) / 6)
 
 
@@ -338,6 +341,8 @@ def test_engine_matches_the_brute_force_reference(
     with tempfile.TemporaryDirectory() as tmp:
         kit = Kit(Path(tmp) / "k", hotSessions=hot)
         kit.term_index = term_index
+        # every cold candidate's statistics read, as the reference reads them all
+        kit.budgets = Budgets(cold_stats=10**6, cold_stats_per_kept=10**6)
         try:
             for i, (cwd, mtime, records) in enumerate(sessions):
                 kit.session(f"s{i}", records, cwd=cwd, mtime_s=mtime)

@@ -8,6 +8,8 @@ from store.rankstats import (
     entry_stats,
     fields_of,
     session_term_stats,
+    split,
+    term_stats_bytes,
     unpack,
 )
 from store.records import NormalizedEntry
@@ -46,13 +48,15 @@ def test_a_long_field_counts_by_its_best_passage() -> None:
     text = f"{filler} needle needle {filler} needle"
     counts, length = entry_stats(_entry("toolResult", text))
     assert unpack(length) == (0, PASSAGE)
-    assert unpack(counts["needle"]) == (0, 2)  # the two together, not all three
-    assert unpack(counts["w7"])[1] <= PASSAGE // 50 + 1  # a window's share, not 400
+    assert split(counts["needle"], length)[0] == (0, 2)  # the two together, not all three
+    assert split(counts["w7"], length)[0][1] <= PASSAGE // 50 + 1  # a window's share, not 400
+    assert split(counts["w7"], length)[1] == (0, PASSAGE)
 
 
-def test_cold_bytes_bucket_the_entries_holding_a_term_and_mark_prose() -> None:
-    entries = [_entry("user", "alpha beta")] * 5 + [_entry("toolResult", "beta gamma")] * 300
-    stats = session_term_stats(entries)
-    assert stats[b"alpha"] == PROSE_BIT | 3  # 5 entries: bucket 4-7
-    assert stats[b"beta"] == PROSE_BIT | 8  # 305, capped at 255: bucket 128-255
-    assert stats[b"gamma"] == 8  # never in prose
+def test_cold_bytes_bucket_the_segments_holding_a_term_and_mark_prose() -> None:
+    entries = [_entry("user", "alpha beta")] * 80 + [_entry("toolResult", "beta gamma")] * 4800
+    held, in_prose = session_term_stats(entries)
+    assert (held[b"alpha"], held[b"beta"], held[b"gamma"]) == (5, 305, 300)  # of 16 entries
+    assert in_prose == {b"alpha", b"beta"}
+    stats = term_stats_bytes([b"alpha", b"beta", b"gamma"], held, in_prose)
+    assert stats == bytes([PROSE_BIT | 3, PROSE_BIT | 8, 8])  # 4-7, then capped at 255
