@@ -31,7 +31,7 @@ from query.lexicon import ColdLexicon, ScopePlaces, flag_of
 from query.postings import decode_pairs
 from query.regex import RegexLimits, RegexRunner
 from query.vocabulary import TermIndex, blob_contains, blob_terms
-from store.rankstats import BUCKET_BITS, PROSE_BIT, split
+from store.rankstats import BUCKET_BITS, split
 from store.records import NormalizedEntry
 from store.tokens import normalize_text, unique_terms
 
@@ -56,8 +56,8 @@ PIVOT: Final = 40
 # Share of a matched term's IDF an entry earns however weak its tf, length and provenance:
 # tf, length and provenance order entries that match the same terms, IDF orders the rest.
 FLOOR: Final = 0.5
-# A cold session's term quality from its digest byte: in prose or only in plumbing, plus up
-# to CELL_SPAN more as the entries holding it go from 1 to 64 or more (bucket 1 .. 7).
+# A cold session's term quality from its digest byte: only in plumbing, or in prose, plus up
+# to COLD_SPAN more as its prose says it from once to 64 times or more (bucket 1 .. 7).
 COLD_PROSE: Final = 0.6
 COLD_PLUMBING: Final = 0.2
 COLD_SPAN: Final = 0.4
@@ -551,11 +551,12 @@ def _phrase_idf(cold: ColdScope, n_terms: int) -> _Idf:
 
 
 def _cold_quality(stat: int) -> float:
-    """A cold session's quality for one term from its digest byte (``store.rankstats``)."""
-    if not stat:
-        return COLD_PLUMBING  # no statistics recorded: the least a holder can be
-    base = COLD_PROSE if stat & PROSE_BIT else COLD_PLUMBING
-    return base + COLD_SPAN * min(1.0, max(0, (stat & BUCKET_BITS) - 1) / 6)
+    """A cold session's quality for one term from its digest byte (``store.rankstats``): only
+    in tool output, or said in prose once, a few times, ... 64 times or more."""
+    bucket = stat & BUCKET_BITS
+    if not bucket:
+        return COLD_PLUMBING
+    return COLD_PROSE + COLD_SPAN * min(1.0, (bucket - 1) / 6)
 
 
 def _rank_cold(

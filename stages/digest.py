@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from array import array
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, replace
 
 from stages.lineage import Lineage
@@ -215,9 +215,10 @@ def address_of(e: NormalizedEntry) -> Address:
 
 
 def _vocabulary(
-    entries: Sequence[NormalizedEntry], terms: set[bytes], budget: int
-) -> tuple[bytes, int, bool]:
-    """The sorted vocabulary blob, its size by the seed's estimate, and whether it was cut.
+    entries: Sequence[NormalizedEntry], terms: Collection[bytes], budget: int
+) -> tuple[bytes, int, bool, list[bytes] | None]:
+    """The sorted vocabulary blob, its size by the seed's estimate, whether it was cut, and
+    (uncut) its terms in order.
 
     *terms* is every term of *entries* (``term_set`` of their texts). The seed folds unique
     terms in entry order and stops at the first term that would pass *budget* (each term costs
@@ -225,12 +226,13 @@ def _vocabulary(
     fit whole, so the ordered fold runs only when the whole set would not fit.
     """
     # Byte order is code point order, the order the query side searches the blob in.
-    blob = b"\n".join(sorted(terms))
+    ordered = sorted(terms)
+    blob = b"\n".join(ordered)
     n = len(terms)
     # 2 for "[]"; per term its bytes plus 2 quotes; n - 1 commas == the blob's n - 1 newlines
     used = 2 + len(blob) + 2 * n
     if used <= budget:
-        return blob, used, False
+        return blob, used, False, ordered
     seen: set[str] = set()
     order: list[str] = []
     used = 2
@@ -241,11 +243,11 @@ def _vocabulary(
             size = len(term) if term.isascii() else len(term.encode("utf-8"))
             cost = size + 2 + (1 if order else 0)
             if used + cost > budget:
-                return _blob(order), used, True
+                return _blob(order), used, True, None
             seen.add(term)
             order.append(term)
             used += cost
-    return _blob(order), used, False  # pragma: no cover - the whole set did not fit
+    return _blob(order), used, False, None  # pragma: no cover - the whole set did not fit
 
 
 def _blob(terms: Iterable[str]) -> bytes:
@@ -253,54 +255,42 @@ def _blob(terms: Iterable[str]) -> bytes:
     return "\n".join(sorted(terms)).encode("utf-8")
 
 
-def _view_terms(views: Sequence[ViewInput]) -> list[tuple[Counter[bytes], set[bytes]]]:
-    """Every term of each view's texts with its ranking statistics (``store.rankstats``).
-
-    A later view holding every text of the first (``all`` usually holds ``active``'s plus its
-    other branches) counts only the entries it adds, as segments of their own after the
-    first view's; the very same entries share the first view's statistics."""
-    out: list[tuple[Counter[bytes], set[bytes]]] = []
-    first_texts: set[str] | None = None
+def _view_terms(views: Sequence[ViewInput]) -> list[tuple[set[bytes], Counter[bytes]]]:
+    """Every term of each view's texts and its prose counts (``store.rankstats``). A later
+    view with the very same entries (``all`` without other branches) shares the first's."""
+    out: list[tuple[set[bytes], Counter[bytes]]] = []
     for v in views:
-        entries = v.normalized.entries
-        if not out:
-            out.append(session_term_stats(entries))
-            continue
-        if v.normalized is views[0].normalized:
+        if out and v.normalized is views[0].normalized:
             out.append(out[0])
-            continue
-        if first_texts is None:
-            first_texts = {e.text for e in views[0].normalized.entries}
-        if first_texts <= {e.text for e in entries}:
-            added = [e for e in entries if e.text not in first_texts]
-            more, prose = session_term_stats(added)
-            held = Counter(out[0][0])
-            held.update(more)
-            out.append((held, out[0][1] | prose))
         else:
-            out.append(session_term_stats(entries))
+            out.append(session_term_stats(v.normalized.entries))
     return out
 
 
-def _term_stats(vocabulary: bytes, stats: tuple[Counter[bytes], set[bytes]]) -> bytes:
-    return term_stats_bytes(vocabulary.split(b"\n"), *stats) if vocabulary else b""
+def _term_stats(
+    vocabulary: bytes, ordered: list[bytes] | None, stats: tuple[set[bytes], Counter[bytes]]
+) -> bytes:
+    """The vocabulary's ranking bytes; *ordered* is its terms when ``_vocabulary`` has them."""
+    if not vocabulary:
+        return b""
+    return term_stats_bytes(ordered or vocabulary.split(b"\n"), stats[1])
 
 
 def build_digest(fold: SessionFold, views: Sequence[ViewInput], policy: Policy) -> ColdDigest:
     """A cold digest honouring ``maxColdVocabularyBytes`` and ``maxColdCacheBytes``."""
     cold_views: list[ColdView] = []
     distinct = _distinct(views)
-    whole: tuple[tuple[Counter[bytes], set[bytes]], tuple[bytes, int, bool, bytes]] | None = None
+    whole: tuple[tuple[set[bytes], Counter[bytes]], tuple[bytes, int, bool, bytes]] | None = None
     for v, stats in zip(distinct, _view_terms(distinct), strict=True):
         entries = v.normalized.entries
         if whole is not None and whole[0] is stats:
             # Uncut, a vocabulary depends on its term set alone (a cut one on entry order).
             vocabulary, vocab_bytes, vocab_capped, term_stats = whole[1]
         else:
-            vocabulary, vocab_bytes, vocab_capped = _vocabulary(
-                entries, set(stats[0]), policy.max_cold_vocabulary_bytes
+            vocabulary, vocab_bytes, vocab_capped, ordered = _vocabulary(
+                entries, stats[0], policy.max_cold_vocabulary_bytes
             )
-            term_stats = _term_stats(vocabulary, stats)
+            term_stats = _term_stats(vocabulary, ordered, stats)
             if not vocab_capped:
                 whole = (stats, (vocabulary, vocab_bytes, vocab_capped, term_stats))
         histogram: dict[str, int] = {}

@@ -17,16 +17,18 @@ window of ``PASSAGE`` tokens (windows start every ``PASSAGE // 2`` tokens) and t
 capped at ``PASSAGE``. So a 50,000-token tool output holding a rare term once scores like a
 passage holding it once, not like a 50,000-token document.
 
-**Cold digests** keep one byte per vocabulary term (``term_stats``, in vocabulary order):
-``PROSE_BIT`` when some entry has the term in prose, and in the low bits how many of the
-session's segments of ``SEGMENT`` consecutive entries hold it, as ``min(n, 255).bit_length()``
-(a bounded tf bucket: 1, 2-3, 4-7, ... segments).
+**Cold digests** keep one byte per vocabulary term (``term_stats``, in vocabulary order): how
+many times the session's prose holds it, as ``min(tf, 255).bit_length()`` (a bounded tf bucket:
+0 for a term only tool output holds, then 1, 2-3, 4-7, ...).
 """
 
 from __future__ import annotations
 
+import itertools
+import unicodedata
 from collections import Counter
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from itertools import filterfalse
 from typing import Final
 
 from store.records import NormalizedEntry
@@ -36,8 +38,6 @@ __all__ = [
     "BUCKET_BITS",
     "FIELD_BITS",
     "PASSAGE",
-    "PROSE_BIT",
-    "SEGMENT",
     "entry_stats",
     "fields_of",
     "pack",
@@ -48,10 +48,8 @@ __all__ = [
 ]
 
 PASSAGE: Final = 128
-SEGMENT: Final = 16
 FIELD_BITS: Final = 16
 _FIELD_MAX: Final = (1 << FIELD_BITS) - 1
-PROSE_BIT: Final = 0x80
 BUCKET_BITS: Final = 0x0F
 _CALL_PREFIX: Final = "Tool: "
 _PLUMBING_ROLES: Final = frozenset({"toolResult", "fabricOperation"})
@@ -131,40 +129,48 @@ def entry_stats(e: NormalizedEntry) -> tuple[dict[str, int], int]:
     return out, p_len | c_len << FIELD_BITS
 
 
-def session_term_stats(
-    entries: Sequence[NormalizedEntry],
-) -> tuple[Counter[bytes], set[bytes]]:
-    """Every term of *entries* (UTF-8, as ``term_set`` gives them) with the number of the
-    session's segments of ``SEGMENT`` consecutive entries holding it, and the terms any prose
-    field holds. (A count of segments, not of entries: a few bulk ``term_set`` calls instead of
-    one per entry, and the same bounded picture of how much of the session talks about it.)"""
-    held: Counter[bytes] = Counter()
-    in_prose: set[bytes] = set()
-    for k in range(0, len(entries), SEGMENT):
-        prose: list[str] = []
-        plumbing: list[str] = []
-        for e in entries[k : k + SEGMENT]:
-            p, c = fields_of(e)
-            if p:
-                prose.append(p)
-            if c:
-                plumbing.append(c)
-        said = term_set(prose)
-        in_prose |= said
-        held.update(said | term_set(plumbing) if plumbing else said)
-    return held, in_prose
+# Word bytes of UTF-8 text as store.tokens reads them: ASCII letters lowercased, ASCII digits
+# and "_" kept, every other ASCII byte a separator; bytes of other characters (>= 0x80) stay,
+# for the chunks holding them to be tokenized whole (store.tokens.term_set does the same).
+_SPLIT: Final = bytes(
+    (c | 0x20 if 65 <= c <= 90 else c) if c >= 0x80 or chr(c).isalnum() or c == 95 else 32
+    for c in range(256)
+)
+_ARROW: Final = "\u2192".encode()
 
 
-def term_stats_bytes(
-    terms: Sequence[bytes], held: Mapping[bytes, int], in_prose: Collection[bytes]
-) -> bytes:
-    """The ``term_stats`` bytes of *terms* (each one of *held*), in their order.
+def _counts(texts: Sequence[str]) -> Counter[bytes]:
+    """How many times *texts* hold each term (UTF-8, the tokens ``term_set`` gives): one
+    C-level count over their chunks, ``tokenize`` once per distinct chunk holding a character
+    past ASCII."""
+    parts = [t if t.isascii() else unicodedata.normalize("NFKC", t) for t in texts]
+    data = "\n".join(parts).encode("utf-8", "surrogatepass")
+    held: Counter[bytes] = Counter(data.replace(_ARROW, b" ").translate(_SPLIT).split())
+    if not data.isascii():
+        for chunk in list(filterfalse(bytes.isascii, held)):
+            n = held.pop(chunk)
+            for term in tokenize(chunk.decode("utf-8", "surrogatepass")):
+                held[term.encode("utf-8", "surrogatepass")] += n
+    return held
 
-    A session holds tens of thousands of terms, so this runs as C-level maps: each term's
-    segment count, moved past every count for a prose term, indexes one table of bytes."""
-    top = max(held.values(), default=0) + 1
-    codes = dict(held)
-    codes.update(zip(in_prose, map(top.__add__, map(held.__getitem__, in_prose)), strict=True))
-    buckets = [min(n, 255).bit_length() for n in range(top)]
-    table = bytes(buckets) + bytes(PROSE_BIT | b for b in buckets)
-    return bytes(map(table.__getitem__, map(codes.__getitem__, terms)))
+
+def session_term_stats(entries: Sequence[NormalizedEntry]) -> tuple[set[bytes], Counter[bytes]]:
+    """Every term of *entries* (``term_set`` of their texts) and how many times their prose
+    fields hold each term. (Counting prose only keeps this one extra pass over the smaller
+    part of a session: tool output is most of its bytes.)"""
+    prose = [p for p in (fields_of(e)[0] for e in entries) if p]
+    return term_set(e.text for e in entries), _counts(prose)
+
+
+# Bucket of every count below 2**16: one lookup per term.
+_WIDTH: Final = 1 << 16
+_TABLE: Final = bytes(min(n, 255).bit_length() for n in range(_WIDTH))
+
+
+def term_stats_bytes(terms: Sequence[bytes], prose: Mapping[bytes, int]) -> bytes:
+    """The ``term_stats`` bytes of *terms*, in their order: C-level maps only, as a session
+    holds tens of thousands of terms."""
+    counts: Iterable[int] = map(prose.get, terms, itertools.repeat(0))
+    if max(prose.values(), default=0) >= _WIDTH:
+        counts = map(min, counts, itertools.repeat(255))
+    return bytes(map(_TABLE.__getitem__, counts))

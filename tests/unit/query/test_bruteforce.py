@@ -93,12 +93,11 @@ def idf(n: int, df: float) -> float:
 
 
 def cold_quality(es: list[NormalizedEntry], term: str) -> float:
-    """From how many 16-entry segments of the session hold the term, and whether prose does."""
-    segments = [es[k : k + 16] for k in range(0, len(es), 16)]
-    holding = [g for g in segments if any(term in tokenize(e.text) for e in g)]
-    bucket = min(len(holding), 255).bit_length()
-    prose = any(term in tokenize(fields(e)[0]) for e in es)
-    return (0.6 if prose else 0.2) + 0.4 * min(1.0, max(0, bucket - 1) / 6)
+    """From how many times the session's prose says the term (0: only tool output holds it)."""
+    said = sum(tokenize(fields(e)[0]).count(term) for e in es)
+    if not said:
+        return 0.2
+    return 0.6 + 0.4 * min(1.0, (min(said, 255).bit_length() - 1) / 6)
 
 
 def passes(e: NormalizedEntry, f: dict[str, Any]) -> bool:

@@ -128,3 +128,21 @@ def test_cold_ties_break_by_mtime_then_path(kit: Kit) -> None:
     assert first == ["pi:c", "pi:a", "pi:b"]
     kit.close()
     assert [h["sessionId"] for h in _hits(kit, "widget")] == first  # and every time
+
+
+def test_cold_statistics_are_read_for_a_bounded_number_of_candidates(kit: Kit) -> None:
+    from query.search import Budgets
+
+    kit.configure(hotSessions=0)
+    talks = [("user", "the widget renders twice")] * 20 + [("assistant", "fixed the widget")] * 5
+    once = [("user", "unrelated work")] * 24 + [("result", "widget")]
+    kit.session("talks", _session("talks", talks), mtime_s=1000)
+    kit.session("once", _session("once", once), mtime_s=2000)
+    kit.budgets = Budgets(cold_stats=1)
+    kit.build()
+    # One read: the newest candidate is scored from its statistics ("widget" once, in a tool
+    # output: the least a holder can score), the other at that least without a read, so the
+    # tie goes to the newer session, deterministically.
+    hits = _hits(kit, "widget")
+    assert [h["sessionId"] for h in hits] == ["pi:once", "pi:talks"]
+    assert hits[0]["score"] == hits[1]["score"]

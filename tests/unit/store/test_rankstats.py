@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from store.rankstats import (
     PASSAGE,
-    PROSE_BIT,
     entry_stats,
     fields_of,
     session_term_stats,
@@ -13,6 +12,7 @@ from store.rankstats import (
     unpack,
 )
 from store.records import NormalizedEntry
+from store.tokens import term_set
 
 
 def _entry(role: str, text: str, tool: str | None = None) -> NormalizedEntry:
@@ -53,10 +53,12 @@ def test_a_long_field_counts_by_its_best_passage() -> None:
     assert split(counts["w7"], length)[1] == (0, PASSAGE)
 
 
-def test_cold_bytes_bucket_the_segments_holding_a_term_and_mark_prose() -> None:
-    entries = [_entry("user", "alpha beta")] * 80 + [_entry("toolResult", "beta gamma")] * 4800
-    held, in_prose = session_term_stats(entries)
-    assert (held[b"alpha"], held[b"beta"], held[b"gamma"]) == (5, 305, 300)  # of 16 entries
-    assert in_prose == {b"alpha", b"beta"}
-    stats = term_stats_bytes([b"alpha", b"beta", b"gamma"], held, in_prose)
-    assert stats == bytes([PROSE_BIT | 3, PROSE_BIT | 8, 8])  # 4-7, then capped at 255
+def test_cold_bytes_bucket_how_often_prose_says_a_term() -> None:
+    entries = [_entry("user", "alpha beta Alpha")] * 2 + [_entry("toolResult", "beta gamma")] * 300
+    entries += [_entry("assistant", "naïve Naïve gamma")] * 200
+    terms, prose = session_term_stats(entries)
+    assert terms == term_set(e.text for e in entries)
+    assert (prose[b"alpha"], prose[b"beta"], prose[b"gamma"]) == (4, 2, 200)
+    assert prose["naïve".encode()] == 400  # the canonical tokens, as term_set gives them
+    stats = term_stats_bytes([b"alpha", b"beta", b"gamma", b"zeta"], prose)
+    assert stats == bytes([3, 2, 8, 0])  # 4-7, 2-3, capped at 255, never said in prose
