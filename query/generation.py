@@ -188,7 +188,7 @@ class Interner:
         return self.ids.get(value, -1)
 
 
-_STATS_KEPT: Final = 32
+_STATS_KEPT: Final = 16
 
 
 class ColdSession:
