@@ -28,7 +28,7 @@ from typing import Final, TypeVar
 
 from query.lexicon import ColdLexicon, ScopePlaces
 from query.postings import shift_pairs
-from query.vocabulary import TermIndex
+from query.vocabulary import TermIndex, blob_index
 from store.errors import CorruptRecord, SchemaVersionError
 from store.lexicon import LexiconSegment
 from store.postings import trim_pairs
@@ -188,6 +188,9 @@ class Interner:
         return self.ids.get(value, -1)
 
 
+_STATS_KEPT: Final = 16
+
+
 class ColdSession:
     """What recall needs of one cold digest view, read from its record only when asked.
 
@@ -208,6 +211,7 @@ class ColdSession:
         "_keep_vocabulary",
         "_load",
         "_stamps",
+        "_stats",
         "_vocabulary",
         "last_ts",
         "name",
@@ -239,6 +243,9 @@ class ColdSession:
         self._counts: dict[tuple[int, int], int] = {}
         # fields filtered together -> count per tuple of their value ids (asked-for only)
         self._combined: dict[tuple[int, ...], Counter[tuple[int, ...]]] | None = None
+        # ranking bytes of the terms asked so far (a few per query), so a repeated query
+        # reads no record; cleared past _STATS_KEPT terms
+        self._stats: dict[bytes, int] = {}
 
     @property
     def vocabulary(self) -> bytes:
@@ -251,6 +258,24 @@ class ColdSession:
         if self._keep_vocabulary:
             self._vocabulary = view.vocabulary
         return view.vocabulary
+
+    def term_stats(self, terms: Sequence[bytes]) -> list[int]:
+        """The digest's ranking byte of each of *terms* (``store.rankstats``; 0 for a term it
+        does not hold or a record without them). Reads the record (raises RecordUnavailable);
+        the bytes of the terms asked stay (at most ``_STATS_KEPT``)."""
+        known = self._stats
+        if all(t in known for t in terms):
+            return [known[t] for t in terms]
+        view = self._load().view(self._branches)
+        if self._count < 0:
+            self._columnize(view.addresses)
+        blob, stats = view.vocabulary, view.term_stats
+        if len(known) + len(terms) > _STATS_KEPT:
+            known.clear()
+        for term in terms:
+            at = blob_index(blob, term)
+            known[term] = stats[at] if 0 <= at < len(stats) else 0
+        return [known[t] for t in terms]
 
     @property
     def keeps_vocabulary(self) -> bool:

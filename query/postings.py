@@ -8,8 +8,7 @@ behind its base, and building postings for a hydrated cold session.
 from __future__ import annotations
 
 from array import array
-from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from store.postings import decode_pairs, encode_pairs
 
@@ -24,8 +23,9 @@ def shift_pairs(data: bytes, offset: int) -> bytes:
     return encode_pairs(pairs)
 
 
-def build_postings(counts: Sequence[Counter[str]]) -> dict[str, bytes]:
-    """Postings of entries whose term counts are *counts* (position = list position)."""
+def build_postings(counts: Sequence[Mapping[str, int]]) -> dict[str, bytes]:
+    """Postings of entries whose (packed, ``store.rankstats``) term counts are *counts*
+    (position = list position)."""
     lists: dict[str, array[int]] = {}
     for pos, c in enumerate(counts):
         for term, tf in c.items():

@@ -36,8 +36,8 @@ from query.present import page
 from query.regex import RegexRunner
 from query.scope import Listings, Resolved, resolve_scope
 from query.search import DEFAULT_BUDGETS, Budgets, ColdScope, HotScope, Plan, plan_query, search
+from store.rankstats import entry_stats
 from store.records import NormalizedEntry, SessionState
-from store.tokens import term_counts
 
 __all__ = ["failure", "recall", "stale_pointer"]
 
@@ -328,10 +328,10 @@ def hydrate(gen: Generation, state: SessionState, branches: str, plan: Plan) -> 
         if shard is not None and _aligned(shard.entries, entries):
             counts, postings = list(shard.token_counts), dict(shard.postings)
         else:
-            tallies: list[Counter[str]] = []
+            tallies: list[dict[str, int]] = []
             counts = []
             for e in entries:
-                tally, n = term_counts(e.text)
+                tally, n = entry_stats(e)
                 tallies.append(tally)
                 counts.append(n)
             postings = build_postings(tallies)

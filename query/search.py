@@ -3,12 +3,14 @@
 ::
 
     hot shards (display or hydrated text) ──► filtered candidates (≤ 50,000, scope order)
-        literal: BM25 from postings (complete text) × provenance weight
+        literal: Σ idf × (FLOOR + (1 − FLOOR) × BM25F quality of the best passage, per
+                 field with its provenance weight) × share of the query's idf matched
         phrase:  NFKC-lowercased substring of the text × weight
         regex:   worker over entry texts × weight
         browse:  score 0 (1 with a structural filter)
     cold digests ──► filter by structural addresses ──► vocabulary candidates (≤ 10,000)
-        Σ ln((C − df + 0.5)/(df + 0.5) + 1) over matched terms; browse 0/1; regex = terms hit
+        literal and phrase: the same shape, quality from the digest's per-term byte, one IDF
+        with the hot tier (``_Idf``); browse 0/1; regex = terms hit
     both ──► sort (score ↓, session mtime ↓, entries first, index ↑, file ↑) ──► ≤ 10,000 items
 
 Every cap and every claim the cold tier cannot prove becomes a named coverage reason; the
@@ -19,7 +21,6 @@ from __future__ import annotations
 
 import heapq
 import math
-from collections import Counter
 from collections.abc import Container, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Final, overload
@@ -30,6 +31,7 @@ from query.lexicon import ColdLexicon, ScopePlaces, flag_of
 from query.postings import decode_pairs
 from query.regex import RegexLimits, RegexRunner
 from query.vocabulary import TermIndex, blob_contains, blob_terms
+from store.rankstats import BUCKET_BITS, split
 from store.records import NormalizedEntry
 from store.tokens import normalize_text, unique_terms
 
@@ -49,6 +51,16 @@ __all__ = [
 
 K1: Final = 1.2
 B: Final = 0.75
+# A field's length (tokens, capped at store.rankstats.PASSAGE) at which its tf counts as is.
+PIVOT: Final = 40
+# Share of a matched term's IDF an entry earns however weak its tf, length and provenance:
+# tf, length and provenance order entries that match the same terms, IDF orders the rest.
+FLOOR: Final = 0.5
+# A cold session's term quality from its digest byte: only in plumbing, or in prose, plus up
+# to COLD_SPAN more as its prose says it from once to 64 times or more (bucket 1 .. 7).
+COLD_PROSE: Final = 0.6
+COLD_PLUMBING: Final = 0.2
+COLD_SPAN: Final = 0.4
 # A regex walks the whole cold lexicon when the scope holds at least 1/this of its digests.
 _LEXICON_WALK_SHARE: Final = 8
 
@@ -58,6 +70,10 @@ class Budgets:
     entries: int = 50_000
     digests: int = 10_000
     items: int = 10_000
+    # cold candidates whose digest term statistics a query reads (best bound first): at most
+    # this many, and at most cold_stats_per_kept per item a page keeps (a page of 10: 20)
+    cold_stats: int = 256
+    cold_stats_per_kept: int = 2
 
 
 DEFAULT_BUDGETS: Final = Budgets()
@@ -188,7 +204,6 @@ class _Candidates:
     by_shard: dict[int, _Selection]
     order: list[int]
     count: int
-    dl_sum: int
     exceeded: bool
 
 
@@ -196,7 +211,7 @@ def _select(scope: HotScope, filters: Filters, limit: int) -> _Candidates:
     """Filtered hot candidates in scope order, at most *limit* of them."""
     by_shard: dict[int, _Selection] = {}
     order: list[int] = []
-    count = dl_sum = 0
+    count = 0
     exceeded = False
     first, last = scope.entry_range or (None, None)
     filtered = filters.any
@@ -220,31 +235,103 @@ def _select(scope: HotScope, filters: Filters, limit: int) -> _Candidates:
             positions = positions[:room]
             if not positions:
                 break
-        if isinstance(positions, range) and positions.start == 0 and len(positions) == n:
-            dl_sum += shard.dl_sum
-        else:
-            dl_sum += sum(shard.dl(p) for p in positions)
         member: Container[int] = positions if isinstance(positions, range) else set(positions)
         by_shard[no] = _Selection(positions, member)
         order.append(no)
         count += len(positions)
         if exceeded:
             break
-    return _Candidates(by_shard, order, count, dl_sum, exceeded)
+    return _Candidates(by_shard, order, count, exceeded)
 
 
 # -------------------------------------------------------------------------------------- hot
 
 
-def _hot_literal(scope: HotScope, cand: _Candidates, plan: Plan, filters: Filters) -> list[Item]:
-    n = cand.count
-    if n == 0 or not plan.terms:
-        return []
-    avgdl = cand.dl_sum / n
-    shards = scope.index.shards
-    acc: dict[tuple[int, int], list[float]] = {}
+def _field_weights(e: NormalizedEntry, filters: Filters) -> tuple[float, float]:
+    """Provenance per field (prose, plumbing); 1 for both when the filters ask for operations."""
+    if filters.operational:
+        return 1.0, 1.0
+    role = e.role
+    plumbing = 0.75 if role in ("toolResult", "fabricOperation") else 0.7
+    if role == "assistant":
+        return 2.5, plumbing
+    if role == "user":
+        return 2.25, plumbing
+    if role in ("compactionSummary", "custom"):
+        return 1.5, plumbing
+    return 1.0, plumbing
+
+
+def _norm(length: int) -> float:
+    return 1 - B + B * length / PIVOT
+
+
+def _quality(tf: int, length: int, weights: tuple[float, float]) -> float:
+    """How well one entry holds one term, in [0, 1): BM25F's saturated, length-normalised tf
+    over its prose and plumbing fields (``store.rankstats`` packs both in *tf* and *length*)."""
+    (t_prose, t_plumbing), (l_prose, l_plumbing) = split(tf, length)
+    weighted = 0.0
+    if t_prose:
+        weighted += weights[0] * t_prose / _norm(l_prose)
+    if t_plumbing:
+        weighted += weights[1] * t_plumbing / _norm(l_plumbing)
+    return weighted / (weighted + K1)
+
+
+def idf_of(n: float, df: float) -> float:
+    return math.log((n - df + 0.5) / (df + 0.5) + 1)
+
+
+class _Idf:
+    """One IDF per query term over the hot candidates and the cold sessions together, so hot
+    entries and cold sessions are scored on one scale.
+
+    ``N`` is the hot candidates plus the entries of the cold sessions in scope; a term's
+    ``df`` its hot entries plus an estimate for the cold sessions holding it: each holds it in
+    as many entries as the hot sessions holding it do on average (1 when no hot one does),
+    at most ``N`` in all.
+    Without cold sessions this is the seed's BM25 IDF over the hot candidates.
+    """
+
+    __slots__ = ("_values", "cold_entries", "cold_holders", "hot_df", "hot_holders", "hot_n")
+
+    def __init__(self, hot_n: int, hot_df: list[int], hot_holders: list[int]) -> None:
+        self.hot_n = hot_n
+        self.hot_df = hot_df
+        self.hot_holders = hot_holders
+        self.cold_entries = 0
+        self.cold_holders = [0] * len(hot_df)
+        self._values: list[float] | None = None
+
+    @classmethod
+    def cold_only(cls, n_terms: int) -> _Idf:
+        return cls(0, [0] * n_terms, [0] * n_terms)
+
+    def values(self) -> list[float]:
+        if self._values is None:
+            n = self.hot_n + self.cold_entries
+            out: list[float] = []
+            for df, holders, cold in zip(
+                self.hot_df, self.hot_holders, self.cold_holders, strict=True
+            ):
+                density = df / holders if holders else 1.0
+                total = min(df + cold * density, n)  # an estimate never passes N
+                out.append(idf_of(max(n, 1), total) if total else 0.0)
+            self._values = out
+        return self._values
+
+
+Found = list[list[tuple[int, int, int]]]  # per term: (shard, position, packed tf)
+
+
+def _hot_found(scope: HotScope, cand: _Candidates, plan: Plan) -> Found:
+    """The candidates holding each term, with their packed tf."""
+    out: Found = []
     for term in plan.terms:
         found: list[tuple[int, int, int]] = []
+        out.append(found)
+        if cand.count == 0:
+            continue
         for no, data in scope.index.postings(term):
             sel = cand.by_shard.get(no)
             if sel is None:
@@ -255,29 +342,43 @@ def _hot_literal(scope: HotScope, cand: _Candidates, plan: Plan, filters: Filter
                 pos = pairs[i]
                 if pos in member:
                     found.append((no, pos, pairs[i + 1]))
-        df = len(found)
-        if df == 0:
-            continue
-        idf = math.log((n - df + 0.5) / (df + 0.5) + 1)
-        for no, pos, tf in found:
-            dl = shards[no].dl(pos)
-            part = idf * (tf * (K1 + 1)) / (tf + K1 * (1 - B + B * dl / avgdl))
-            slot = acc.get((no, pos))
+    return out
+
+
+def _hot_idf(cand: _Candidates, found: Found) -> _Idf:
+    return _Idf(cand.count, [len(f) for f in found], [len({no for no, _, _ in f}) for f in found])
+
+
+def _hot_literal(
+    scope: HotScope, found: Found, idf_values: Sequence[float], plan: Plan, filters: Filters
+) -> list[Item]:
+    """Score = Σ over matched terms of idf × (FLOOR + (1 − FLOOR) × quality), times the share
+    of the query's IDF the entry matches (coordination weighted by IDF: a rare term and more
+    distinct terms count most; a stop word matched adds little)."""
+    shards = scope.index.shards
+    acc: dict[tuple[int, int], list[float]] = {}  # -> [score, matched idf, matched terms]
+    weights: dict[tuple[int, int], tuple[float, float]] = {}
+    query_idf = sum(idf_values) or 1.0
+    for term_found, idf in zip(found, idf_values, strict=True):
+        for no, pos, tf in term_found:
+            key = (no, pos)
+            w = weights.get(key)
+            if w is None:
+                w = weights[key] = _field_weights(shards[no].entries[pos], filters)
+            part = idf * (FLOOR + (1 - FLOOR) * _quality(tf, shards[no].token_counts[pos], w))
+            slot = acc.get(key)
             if slot is None:
-                acc[(no, pos)] = [part, 1.0]
+                acc[key] = [part, idf, 1.0]
             else:
                 slot[0] += part
-                slot[1] += 1
+                slot[1] += idf
+                slot[2] += 1
     need = len(plan.terms) if plan.match == "all" else 1
-    weigh = not filters.operational
     out: list[Item] = []
-    for (no, pos), (score, matched) in acc.items():
+    for (no, pos), (score, matched_idf, matched) in acc.items():
         if matched < need or score <= 0:
             continue
-        shard = shards[no]
-        if weigh:
-            score *= _prose_weight(shard.entries[pos])
-        out.append(EntryItem(shard, pos, score))
+        out.append(EntryItem(shards[no], pos, score * matched_idf / query_idf))
     return out
 
 
@@ -375,6 +476,8 @@ def _cold_terms(
     filters: Filters,
     limit: int,
     keep: int | None,
+    stats_budget: int,
+    idf_model: _Idf,
     result: SearchResult,
 ) -> tuple[list[SessionItem], int, bool]:
     """Vocabulary candidates, scored: the items (with *keep*, at least every one that can
@@ -386,7 +489,9 @@ def _cold_terms(
     if cold.places is not None and isinstance(eligible, _Unfiltered):
         regions = _lexicon_regions(cold, cold.places, eligible, encoded, match_all, result)
         counts = _structural(regions, eligible.views, filters, result)
-        return _score_regions(regions, eligible.views, counts, len(terms), limit, keep)
+        return _score_regions(
+            regions, eligible.views, counts, encoded, limit, keep, stats_budget, idf_model, result
+        )
     # No lexicon: the merged term index when built, else each digest's own vocabulary.
     holders: list[set[int]] | None = None
     numbers: dict[str, int] = {}
@@ -411,27 +516,108 @@ def _cold_terms(
     candidates = [m for m in masks if not match_all or m[1] == full]
     matching = len(candidates)
     del candidates[limit:]
-    scored = _scores(Counter(m for _, m, _ in candidates), len(candidates), len(terms))
+    groups: dict[int, list[tuple[int, ColdSession, int]]] = {}
+    for p, (c, m, structural) in enumerate(candidates):
+        groups.setdefault(m, []).append((p, c, structural))
+    out = _rank_cold(groups, idf_model, encoded, keep, stats_budget, result)
+    return out, len(candidates), matching <= limit
+
+
+# The last scope's cold entry count, held with the sessions tuple it was summed over.
+_LAST_COLD_ENTRIES: list[tuple[tuple[ColdSession, ...], str, int]] = []
+
+
+def _cold_entries(cold: ColdScope) -> int:
+    """How many entries the cold sessions in scope hold (from the manifest, no record read)."""
+    if _LAST_COLD_ENTRIES:
+        sessions, branches, n = _LAST_COLD_ENTRIES[0]
+        if sessions is cold.sessions and branches == cold.branches:
+            return n
+    n = sum(c.state.view(cold.branches).entry_count for c in cold.sessions)
+    _LAST_COLD_ENTRIES[:] = [(cold.sessions, cold.branches, n)]
+    return n
+
+
+def _stats_budget(budgets: Budgets, keep: int | None) -> int:
+    if keep is None:
+        return budgets.cold_stats
+    return min(budgets.cold_stats, budgets.cold_stats_per_kept * max(keep, 1))
+
+
+def _phrase_idf(cold: ColdScope, n_terms: int) -> _Idf:
+    out = _Idf.cold_only(n_terms)
+    out.cold_entries = _cold_entries(cold)
+    return out
+
+
+def _cold_quality(stat: int) -> float:
+    """A cold session's quality for one term from its digest byte (``store.rankstats``): only
+    in tool output, or said in prose once, a few times, ... 64 times or more."""
+    bucket = stat & BUCKET_BITS
+    if not bucket:
+        return COLD_PLUMBING
+    return COLD_PROSE + COLD_SPAN * min(1.0, (bucket - 1) / 6)
+
+
+def _rank_cold(
+    groups: Mapping[int, Sequence[tuple[int, ColdSession, int]]],
+    idf_model: _Idf,
+    encoded: Sequence[bytes],
+    keep: int | None,
+    budget: int,
+    result: SearchResult,
+) -> list[SessionItem]:
+    """Score cold candidates grouped by the set of terms they hold (bits of *encoded*), each
+    member ``(scope position, view, structural count)`` in scope order.
+
+    The score has the hot formula's shape: Σ idf × (FLOOR + (1 − FLOOR) × quality), times the
+    share of the query's IDF matched, with the IDF shared with the hot tier (``_Idf``; this
+    sets its cold holders) and quality from the digest's per-term byte (prose or plumbing, how
+    many entries hold it). Reading a byte costs a digest read, so only the first *budget*
+    (``Budgets.cold_stats``) candidates in order of their best possible score, then scope
+    order, are read; every other candidate scores its group's least possible score, and of
+    those only the first *keep* per group are made (they share one score, so scope order is
+    their rank order).
+    """
+    n_terms = len(encoded)
+    idf_model.cold_holders = [
+        sum(len(g) for m, g in groups.items() if m >> i & 1) for i in range(n_terms)
+    ]
+    idf = idf_model.values()
+    query_idf = sum(idf) or 1.0
+    least = FLOOR + (1 - FLOOR) * COLD_PLUMBING
+    held_of = {m: [i for i in range(n_terms) if m >> i & 1] for m in groups}
+    best: dict[int, float] = {}
+    for m, held in held_of.items():
+        matched = sum(idf[i] for i in held)
+        best[m] = matched * matched / query_idf
     out: list[SessionItem] = []
-    for c, m, structural in candidates:
-        score, matched = scored[m]
-        out.append(SessionItem(c, score, matched, structural))
-    return out, len(out), matching <= limit
-
-
-def _scores(tally: Mapping[int, int], total: int, n_terms: int) -> dict[int, tuple[float, int]]:
-    """Score and matched-term count per set of matched terms (as bits), given how many of the
-    *total* candidates matched each set. A digest's score depends only on which terms it
-    matched, so it is computed once per distinct set, summed in term order as always."""
-    df = [sum(n for m, n in tally.items() if m >> i & 1) for i in range(n_terms)]
-    scored: dict[int, tuple[float, int]] = {}
-    for m in tally:
-        score = 0.0
-        for i in range(n_terms):
-            if m >> i & 1:
-                score += math.log((total - df[i] + 0.5) / (df[i] + 0.5) + 1)
-        scored[m] = (score, m.bit_count())
-    return scored
+    for m in sorted(groups, key=lambda m: (-best[m], m)):
+        held = held_of[m]
+        share = sum(idf[i] for i in held) / query_idf
+        terms = [encoded[i] for i in held]
+        rest: list[tuple[int, ColdSession, int]] = []
+        for member in groups[m]:
+            _, c, structural = member
+            if budget <= 0:
+                rest.append(member)
+                continue
+            budget -= 1
+            try:
+                stats = c.term_stats(terms)
+            except RecordUnavailable:
+                result.unavailable.add(c.state.path)
+                stats = [0] * len(terms)
+            score = share * sum(
+                idf[i] * (FLOOR + (1 - FLOOR) * _cold_quality(stat))
+                for i, stat in zip(held, stats, strict=True)
+            )
+            out.append(SessionItem(c, score, len(held), structural))
+        if keep is not None:
+            del rest[max(keep, 0) :]
+        lower = share * least * sum(idf[i] for i in held)
+        out.extend(SessionItem(c, lower, len(held), structural) for _, c, structural in rest)
+    return out
 
 
 def _lexicon_regions(
@@ -507,27 +693,25 @@ def _score_regions(
     regions: dict[int, set[int]],
     views: Sequence[ColdSession],
     structural: Mapping[int, int],
-    n_terms: int,
+    encoded: Sequence[bytes],
     limit: int,
     keep: int | None,
+    stats_budget: int,
+    idf_model: _Idf,
+    result: SearchResult,
 ) -> tuple[list[SessionItem], int, bool]:
-    """``_cold_terms``' answer from position groups: the first *limit* positions count, and
-    of each group only its first *keep* can rank (same score, scope order is rank order)."""
+    """``_cold_terms``' answer from position groups: the first *limit* positions count."""
     matching = sum(map(len, regions.values()))
     if matching > limit:
         last = sorted(set().union(*regions.values()))[limit - 1]
         regions = {m: kept for m, r in regions.items() if (kept := {p for p in r if p <= last})}
     total = min(matching, limit)
-    scored = _scores({m: len(r) for m, r in regions.items()}, total, n_terms)
-    out: list[SessionItem] = []
-    for m, region in regions.items():
-        score, matched = scored[m]
-        if keep is None or keep >= len(region):
-            first = sorted(region)
-        else:
-            first = heapq.nsmallest(keep, region)
-        out.extend(SessionItem(views[p], score, matched, structural.get(p, 0)) for p in first)
-    return out, total, matching <= limit
+    groups = {
+        m: [(p, views[p], structural.get(p, 0)) for p in sorted(region)]
+        for m, region in regions.items()
+    }
+    ranked = _rank_cold(groups, idf_model, encoded, keep, stats_budget, result)
+    return ranked, total, matching <= limit
 
 
 # ------------------------------------------------------------------------------------ regex
@@ -758,21 +942,32 @@ def search(
             raise RuntimeError("regex mode needs a RegexRunner")
         items = _regex(hot, cold, eligible, plan, filters, runner, budgets, result)
     else:
+        # A literal query scores hot entries and cold sessions with one IDF (``_Idf``): the hot
+        # postings are read first, the cold tier adds its holders, then both are scored.
+        hot_found: Found | None = None
+        idf_model: _Idf | None = None
         if hot is not None:
             cand = _select(hot, filters, budgets.entries)
             if cand.exceeded:
                 result.reasons.add("candidate_entry_budget")
             if plan.kind == "literal":
-                items.extend(_hot_literal(hot, cand, plan, filters))
+                hot_found = _hot_found(hot, cand, plan)
+                idf_model = _hot_idf(cand, hot_found)
             elif plan.kind == "phrase":
                 items.extend(_hot_phrase(hot, cand, plan, filters))
             else:
                 items.extend(_hot_browse(hot, cand, filters))
         if cold is not None:
-            found, matched = _cold(cold, eligible, plan, filters, budgets, keep, result)
+            if plan.kind == "literal":
+                if idf_model is None:
+                    idf_model = _Idf.cold_only(len(plan.terms))
+                idf_model.cold_entries = _cold_entries(cold)
+            found, matched = _cold(cold, eligible, plan, filters, budgets, keep, result, idf_model)
             # the cold items that cannot rank among the first *keep* are counted, not made
             items.extend(found)
             pruned = matched - len(found)
+        if hot is not None and hot_found is not None and idf_model is not None:
+            items.extend(_hot_literal(hot, hot_found, idf_model.values(), plan, filters))
     total = len(items) + pruned
     if total > budgets.items:
         result.reasons.add("candidate_item_budget")
@@ -801,6 +996,7 @@ def _cold(
     budgets: Budgets,
     keep: int | None,
     result: SearchResult,
+    idf_model: _Idf | None = None,
 ) -> tuple[list[SessionItem], int]:
     """The cold items (with *keep*, at least those that can rank among the first *keep*)
     and how many there are."""
@@ -818,7 +1014,16 @@ def _cold(
             result.reasons.add("cold_phrase_requires_hydration")
         return [], 0
     found, count, complete = _cold_terms(
-        cold, eligible, plan.terms, plan.match == "all", filters, budgets.digests, keep, result
+        cold,
+        eligible,
+        plan.terms,
+        plan.match == "all",
+        filters,
+        budgets.digests,
+        keep,
+        _stats_budget(budgets, keep),
+        idf_model or _phrase_idf(cold, len(plan.terms)),
+        result,
     )
     if not complete:
         result.reasons.add("candidate_digest_budget")

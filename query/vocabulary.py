@@ -16,7 +16,7 @@ from array import array
 from collections import defaultdict
 from collections.abc import Sequence
 
-__all__ = ["TermIndex", "blob_contains", "blob_terms"]
+__all__ = ["TermIndex", "blob_contains", "blob_index", "blob_terms"]
 
 
 def blob_contains(blob: bytes, term: bytes) -> bool:
@@ -39,6 +39,28 @@ def blob_contains(blob: bytes, term: bytes) -> bool:
                 return False
             hi = start - 1
     return False
+
+
+def blob_index(blob: bytes, term: bytes) -> int:
+    """The position of *term* among the sorted terms of *blob*, or -1 when it holds none."""
+    lo, hi = 0, len(blob)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        cut = blob.rfind(b"\n", lo, mid)
+        start = lo if cut < 0 else cut + 1
+        end = blob.find(b"\n", start, hi)
+        if end < 0:
+            end = hi
+        line = blob[start:end]
+        if line == term:
+            return blob.count(b"\n", 0, start)
+        if line < term:
+            lo = end + 1
+        else:
+            if start == lo:
+                return -1
+            hi = start - 1
+    return -1
 
 
 def blob_terms(blob: bytes) -> list[bytes]:

@@ -13,7 +13,8 @@ regex answers, whose haystack is the display text.
 from __future__ import annotations
 
 from array import array
-from collections.abc import Callable, Iterable, Sequence
+from collections import Counter
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, replace
 
 from stages.lineage import Lineage
@@ -21,6 +22,7 @@ from stages.normalized import NormalizeResult
 from stages.policy import Policy
 from stages.source import SourceSession
 from store.codec import encode
+from store.rankstats import entry_stats, session_term_stats, term_stats_bytes
 from store.records import (
     Address,
     ColdDigest,
@@ -32,7 +34,7 @@ from store.records import (
     ShardView,
     ViewSummary,
 )
-from store.tokens import term_counts, term_set, tokenize
+from store.tokens import tokenize
 
 __all__ = [
     "MAX_FILES_TOUCHED",
@@ -156,7 +158,7 @@ def build_shard(fold: SessionFold, views: Sequence[ViewInput], policy: Policy) -
         postings: dict[str, array[int]] = {}
         lengths: list[int] = []
         for pos, entry in enumerate(v.normalized.entries):
-            counts, length = term_counts(entry.text)
+            counts, length = entry_stats(entry)
             lengths.append(length)
             for term, tf in counts.items():
                 arr = postings.get(term)
@@ -214,9 +216,10 @@ def address_of(e: NormalizedEntry) -> Address:
 
 
 def _vocabulary(
-    entries: Sequence[NormalizedEntry], terms: set[bytes], budget: int
-) -> tuple[bytes, int, bool]:
-    """The sorted vocabulary blob, its size by the seed's estimate, and whether it was cut.
+    entries: Sequence[NormalizedEntry], terms: Collection[bytes], budget: int
+) -> tuple[bytes, int, bool, list[bytes] | None]:
+    """The sorted vocabulary blob, its size by the seed's estimate, whether it was cut, and
+    (uncut) its terms in order.
 
     *terms* is every term of *entries* (``term_set`` of their texts). The seed folds unique
     terms in entry order and stops at the first term that would pass *budget* (each term costs
@@ -224,12 +227,13 @@ def _vocabulary(
     fit whole, so the ordered fold runs only when the whole set would not fit.
     """
     # Byte order is code point order, the order the query side searches the blob in.
-    blob = b"\n".join(sorted(terms))
+    ordered = sorted(terms)
+    blob = b"\n".join(ordered)
     n = len(terms)
     # 2 for "[]"; per term its bytes plus 2 quotes; n - 1 commas == the blob's n - 1 newlines
     used = 2 + len(blob) + 2 * n
     if used <= budget:
-        return blob, used, False
+        return blob, used, False, ordered
     seen: set[str] = set()
     order: list[str] = []
     used = 2
@@ -240,11 +244,11 @@ def _vocabulary(
             size = len(term) if term.isascii() else len(term.encode("utf-8"))
             cost = size + 2 + (1 if order else 0)
             if used + cost > budget:
-                return _blob(order), used, True
+                return _blob(order), used, True, None
             seen.add(term)
             order.append(term)
             used += cost
-    return _blob(order), used, False  # pragma: no cover - the whole set did not fit
+    return _blob(order), used, False, None  # pragma: no cover - the whole set did not fit
 
 
 def _blob(terms: Iterable[str]) -> bytes:
@@ -252,46 +256,44 @@ def _blob(terms: Iterable[str]) -> bytes:
     return "\n".join(sorted(terms)).encode("utf-8")
 
 
-def _view_terms(views: Sequence[ViewInput]) -> list[set[bytes]]:
-    """Every term of each view's texts. A later view holding every text of the first (``all``
-    usually holds ``active``'s plus its other branches) tokenizes only the texts it adds."""
-    out: list[set[bytes]] = []
-    first: list[str] = []
-    first_set: set[str] | None = None
+def _view_terms(views: Sequence[ViewInput]) -> list[tuple[set[bytes], Counter[bytes]]]:
+    """Every term of each view's texts and its prose counts (``store.rankstats``). A later
+    view with the very same entries (``all`` without other branches) shares the first's."""
+    out: list[tuple[set[bytes], Counter[bytes]]] = []
     for v in views:
-        texts = [e.text for e in v.normalized.entries]
-        if not out:
-            first = texts
-            out.append(term_set(texts))
-            continue
-        if first_set is None:
-            first_set = set(first)
-        distinct = set(texts)
-        if first_set <= distinct:
-            added = distinct - first_set
-            # The very same set when nothing is added: build_digest then reuses its blob.
-            out.append(out[0] | term_set(added) if added else out[0])
+        if out and v.normalized is views[0].normalized:
+            out.append(out[0])
         else:
-            out.append(term_set(texts))
+            out.append(session_term_stats(v.normalized.entries))
     return out
+
+
+def _term_stats(
+    vocabulary: bytes, ordered: list[bytes] | None, stats: tuple[set[bytes], Counter[bytes]]
+) -> bytes:
+    """The vocabulary's ranking bytes; *ordered* is its terms when ``_vocabulary`` has them."""
+    if not vocabulary:
+        return b""
+    return term_stats_bytes(ordered or vocabulary.split(b"\n"), stats[1])
 
 
 def build_digest(fold: SessionFold, views: Sequence[ViewInput], policy: Policy) -> ColdDigest:
     """A cold digest honouring ``maxColdVocabularyBytes`` and ``maxColdCacheBytes``."""
     cold_views: list[ColdView] = []
     distinct = _distinct(views)
-    whole: tuple[set[bytes], tuple[bytes, int, bool]] | None = None
-    for v, terms in zip(distinct, _view_terms(distinct), strict=True):
+    whole: tuple[tuple[set[bytes], Counter[bytes]], tuple[bytes, int, bool, bytes]] | None = None
+    for v, stats in zip(distinct, _view_terms(distinct), strict=True):
         entries = v.normalized.entries
-        if whole is not None and whole[0] is terms:
+        if whole is not None and whole[0] is stats:
             # Uncut, a vocabulary depends on its term set alone (a cut one on entry order).
-            vocabulary, vocab_bytes, vocab_capped = whole[1]
+            vocabulary, vocab_bytes, vocab_capped, term_stats = whole[1]
         else:
-            vocabulary, vocab_bytes, vocab_capped = _vocabulary(
-                entries, terms, policy.max_cold_vocabulary_bytes
+            vocabulary, vocab_bytes, vocab_capped, ordered = _vocabulary(
+                entries, stats[0], policy.max_cold_vocabulary_bytes
             )
+            term_stats = _term_stats(vocabulary, ordered, stats)
             if not vocab_capped:
-                whole = (terms, (vocabulary, vocab_bytes, vocab_capped))
+                whole = (stats, (vocabulary, vocab_bytes, vocab_capped, term_stats))
         histogram: dict[str, int] = {}
         files: dict[str, None] = {}
         stamps = [e.timestamp for e in entries if e.timestamp is not None]
@@ -317,6 +319,7 @@ def build_digest(fold: SessionFold, views: Sequence[ViewInput], policy: Policy) 
                 vocabulary_bytes=vocab_bytes,
                 addresses=tuple(address_of(e) for e in entries),
                 reasons=_reasons(fold, v, extra),
+                term_stats=term_stats,
             )
         )
     digest = ColdDigest(
@@ -363,11 +366,21 @@ def _fit(digest: ColdDigest, cap: int) -> ColdDigest:
             n: int, full: ColdView = full, i: int = i, terms: list[bytes] = terms
         ) -> ColdDigest:
             trial = list(views)
-            trial[i] = replace(full, addresses=(), vocabulary=b"\n".join(terms[:n]))
+            trial[i] = replace(
+                full,
+                addresses=(),
+                vocabulary=b"\n".join(terms[:n]),
+                term_stats=full.term_stats[:n],
+            )
             return with_views(trial)
 
         m = _longest(len(terms), lambda n: len(encode(vocab(n))) <= cap)
-        views[i] = replace(full, addresses=(), vocabulary=b"\n".join(terms[: max(m, 0)]))
+        views[i] = replace(
+            full,
+            addresses=(),
+            vocabulary=b"\n".join(terms[: max(m, 0)]),
+            term_stats=full.term_stats[: max(m, 0)],
+        )
         if m >= 0:
             return with_views(views)
     return with_views(views)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["DERIVATION", "Policy"]
+__all__ = ["DERIVATION", "RANK_STATS_VERSION", "Policy"]
 
 
 # What the stages make of the same lines and policy; bump it when entries change (new fields,
@@ -12,6 +12,8 @@ __all__ = ["DERIVATION", "Policy"]
 # 3: repaired lines, bridged parents and subagent marks; MCP identities, tool families,
 # drift counts and context edits.
 DERIVATION = 3
+# What the records' ranking statistics mean (store.rankstats); a new one re-derives every index.
+RANK_STATS_VERSION = 2
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,5 +30,5 @@ class Policy:
             f"entry:{self.max_entry_chars};thinking:{str(self.index_thinking).lower()};"
             f"tool-output:{str(self.index_tool_output).lower()};"
             f"vocab:{self.max_cold_vocabulary_bytes};cache:{self.max_cold_cache_bytes};"
-            f"derivation:{DERIVATION}"
+            f"derivation:{DERIVATION};rank:{RANK_STATS_VERSION}"
         )

@@ -270,8 +270,9 @@ class ShardView:
     """One branch mode of a hot session, ready for BM25 without re-tokenizing.
 
     ``entries`` carry display text (cut to ``maxEntryChars``); ``token_counts[i]`` is the
-    token count of entry i's *complete* text; ``postings`` maps each term of the complete
+    length of entry i's *complete* text; ``postings`` maps each term of the complete
     texts to a little-endian uint32 array of ``(entry position, tf)`` pairs in entry order.
+    Both lengths and tfs pack a prose and a plumbing field, by best passage (store.rankstats).
 
     In a delta record, ``replaces`` is how many entries read before it this delta's entries
     take the place of (as in ``EntriesView``), and ``dropped`` holds every term of those
@@ -367,6 +368,9 @@ class ColdView:
     vocabulary_bytes: int
     addresses: tuple[Address, ...]
     reasons: tuple[str, ...]
+    # one byte per vocabulary term, in vocabulary order (store.rankstats: prose bit, entry
+    # count bucket); shorter than the vocabulary only in records written before it existed
+    term_stats: bytes = b""
 
     def to_wire(self) -> Wire:
         return [
@@ -382,6 +386,7 @@ class ColdView:
             self.vocabulary_bytes,
             [list(a) for a in self.addresses],
             list(self.reasons),
+            self.term_stats,
         ]
 
     @classmethod
@@ -399,6 +404,7 @@ class ColdView:
             w[9],
             tuple(tuple(a) for a in w[10]),
             tuple(w[11]),
+            w[12] if len(w) > 12 else b"",
         )
 
 

@@ -31,6 +31,7 @@ from bench_lib.floor import socket_floor
 from bench_lib.groups import Query, build_groups
 from bench_lib.procs import percentiles, rss_kb, run_measured, tree_rss_kb
 from bench_lib.quality import run_quality
+from bench_lib.quality_ir import render_quality, run_retrieval
 from bench_lib.report import evaluate, render
 from bench_lib.workdir import clear_aside, set_aside
 from bench_lib.workers import Worker
@@ -63,6 +64,11 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--processes", type=int, help="pipeline worker processes")
     p.add_argument("--hot-sessions", type=int, help="memory.hotSessions (default: the default)")
+    p.add_argument(
+        "--quality-only",
+        action="store_true",
+        help="only the retrieval-quality table (known-item and natural sets; bench_lib.quality_ir)",
+    )
     return p
 
 
@@ -534,6 +540,12 @@ def _peers(
 
 def main(argv: list[str] | None = None) -> int:
     ns = _parser().parse_args(argv)
+    if ns.quality_only:
+        work = (ns.work or Path(tempfile.gettempdir()) / "sessiondex-bench" / "quality").resolve()
+        retrieval = run_retrieval(work, _env(), _log)
+        sys.stdout.write(render_quality(retrieval) + "\n")
+        sys.stdout.write(json.dumps({"retrieval": retrieval}, separators=(",", ":")) + "\n")
+        return 0
     res = run(ns)
     sys.stdout.write(render(res))
     sys.stdout.write(json.dumps(res, separators=(",", ":"), default=str) + "\n")

@@ -19,6 +19,7 @@ from typing import Any
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
+from query.search import Budgets
 from store.reader import open_snapshot
 from store.records import NormalizedEntry, SessionEntries, SessionState
 from store.tokens import normalize_text, tokenize, unique_terms
@@ -46,6 +47,57 @@ def weight(e: NormalizedEntry, f: dict[str, Any]) -> float:
     if e.tool is not None:
         return 0.7
     return 1.0
+
+
+def field_weights(e: NormalizedEntry, f: dict[str, Any]) -> tuple[float, float]:
+    if any(k in f for k in ("tool", "ref", "provider", "action", "outcome")):
+        return 1.0, 1.0
+    plumbing = 0.75 if e.role in ("toolResult", "fabricOperation") else 0.7
+    prose = {"assistant": 2.5, "user": 2.25, "compactionSummary": 1.5, "custom": 1.5}
+    return prose.get(e.role or "", 1.0), plumbing
+
+
+def fields(e: NormalizedEntry) -> tuple[str, str]:
+    """(prose, plumbing): tool output and the rendered call lines are plumbing."""
+    if e.role in ("toolResult", "fabricOperation"):
+        return "", e.text
+    if e.tool is None:
+        return e.text, ""
+    if e.role != "assistant" or "Tool: " not in e.text:
+        return "", e.text
+    lines = e.text.split("\n")
+    prose = [x for x in lines if not x.startswith("Tool: ")]
+    calls = [x for x in lines if x.startswith("Tool: ")]
+    return "\n".join(prose), "\n".join(calls)
+
+
+def passage(tokens: list[str], term: str) -> tuple[int, int]:
+    """(tf in the best 128-token window, length capped at 128)."""
+    if len(tokens) <= 128:
+        return tokens.count(term), len(tokens)
+    starts = range(0, len(tokens) - 64, 64)
+    return max(tokens[a : a + 128].count(term) for a in starts), 128
+
+
+def quality(e: NormalizedEntry, term: str, f: dict[str, Any]) -> float:
+    weighted = 0.0
+    for text, w in zip(fields(e), field_weights(e, f), strict=True):
+        tf, length = passage(tokenize(text), term)
+        if tf:
+            weighted += w * tf / (1 - 0.75 + 0.75 * length / 40)
+    return weighted / (weighted + 1.2)
+
+
+def idf(n: int, df: float) -> float:
+    return math.log((max(n, 1) - df + 0.5) / (df + 0.5) + 1) if df else 0.0
+
+
+def cold_quality(es: list[NormalizedEntry], term: str) -> float:
+    """From how many times the session's prose says the term (0: only tool output holds it)."""
+    said = sum(tokenize(fields(e)[0]).count(term) for e in es)
+    if not said:
+        return 0.2
+    return 0.6 + 0.4 * min(1.0, (min(said, 255).bit_length() - 1) / 6)
 
 
 def passes(e: NormalizedEntry, f: dict[str, Any]) -> bool:
@@ -96,32 +148,6 @@ def reference(
         for s, e in candidates:
             if phrase in normalize_text(e.text):
                 items.append(key_entry(weight(e, f), s, e))
-    else:
-        terms = unique_terms(text)
-        n = len(candidates)
-        if n and terms:
-            toks = [tokenize(e.text) for _, e in candidates]
-            dls = [max(1, len(t)) for t in toks]
-            avgdl = sum(dls) / n
-            scores = [0.0] * n
-            matched = [0] * n
-            for term in terms:
-                df = sum(1 for t in toks if term in t)
-                if not df:
-                    continue
-                idf = math.log((n - df + 0.5) / (df + 0.5) + 1)
-                for i, t in enumerate(toks):
-                    tf = t.count(term)
-                    if tf:
-                        part = (
-                            idf * (tf * (1.2 + 1)) / (tf + 1.2 * (1 - 0.75 + 0.75 * dls[i] / avgdl))
-                        )
-                        scores[i] += part
-                        matched[i] += 1
-            need = len(terms) if match == "all" else 1
-            for i, (s, e) in enumerate(candidates):
-                if matched[i] >= need and scores[i] > 0:
-                    items.append(key_entry(scores[i] * weight(e, f), s, e))
     # cold digests: vocabulary and structural addresses only
     eligible = []
     for s, es in cold:
@@ -129,27 +155,50 @@ def reference(
         if f and structural == 0:
             continue
         eligible.append((s, es, structural))
+    phrase_mode = mode == "phrase"
+    terms = unique_terms(normalize_text(text.strip())) if phrase_mode and text else []
+    if text and not phrase_mode:
+        terms = unique_terms(text)
+    need_all = phrase_mode or match == "all"
+    found = []
+    for s, es, n in eligible if text else []:
+        vocab = {t for e in es for t in tokenize(e.text)}
+        hit = [t for t in terms if t in vocab]
+        if hit and (not need_all or len(hit) == len(terms)):
+            found.append((s, es, hit, n))
+    # one IDF for both tiers: hot candidates plus cold entries; a cold holder counts as many
+    # entries as the hot sessions holding the term hold on average (1 when none does)
+    n_all = len(candidates) + sum(len(es) for _, es in cold)
+    idfs: dict[str, float] = {}
+    for term in terms:
+        holding = [(s, e) for s, e in candidates if term in tokenize(e.text)]
+        hot_df = len(holding) if not phrase_mode else 0
+        hot_sessions = len({s.path for s, _ in holding}) if not phrase_mode else 0
+        density = hot_df / hot_sessions if hot_sessions else 1.0
+        cold_df = sum(1 for _, _, h, _ in found if term in h)
+        idfs[term] = idf(n_all, min(hot_df + cold_df * density, n_all))
+    query_idf = sum(idfs[t] for t in terms) or 1.0
+    if text and not phrase_mode and candidates and terms:
+        need = len(terms) if match == "all" else 1
+        for s, e in candidates:
+            toks = tokenize(e.text)
+            score, matched_idf, matched = 0.0, 0.0, 0
+            for term in terms:
+                if term in toks:
+                    score += idfs[term] * (0.5 + 0.5 * quality(e, term, f))
+                    matched_idf += idfs[term]
+                    matched += 1
+            if matched >= need and score > 0:
+                items.append(key_entry(score * matched_idf / query_idf, s, e))
     cold_hits: list[tuple[SessionState, float, int, int]] = []
     if not text:
         cold_hits = [(s, 1.0 if f else 0.0, 0, n) for s, _, n in eligible]
     else:
-        phrase_mode = mode == "phrase"
-        terms = unique_terms(normalize_text(text.strip())) if phrase_mode else unique_terms(text)
-        need_all = phrase_mode or match == "all"
         if phrase_mode and not terms and eligible:
             reasons.add("cold_phrase_requires_hydration")
-        found = []
-        for s, es, n in eligible:
-            vocab = {t for e in es for t in tokenize(e.text)}
-            hit = [t for t in terms if t in vocab]
-            if hit and (not need_all or len(hit) == len(terms)):
-                found.append((s, hit, n))
-        c = len(found)
-        df = {t: sum(1 for _, h, _ in found if t in h) for t in terms}
-        for s, hit, n in found:
-            score = 0.0
-            for t in hit:
-                score += math.log((c - df[t] + 0.5) / (df[t] + 0.5) + 1)
+        for s, es, hit, n in found:
+            share = sum(idfs[t] for t in hit) / query_idf
+            score = share * sum(idfs[t] * (0.5 + 0.5 * cold_quality(es, t)) for t in hit)
             cold_hits.append((s, score, len(hit), n))
         if found:
             if phrase_mode:
@@ -291,6 +340,8 @@ def test_engine_matches_the_brute_force_reference(
     with tempfile.TemporaryDirectory() as tmp:
         kit = Kit(Path(tmp) / "k", hotSessions=hot)
         kit.term_index = term_index
+        # every cold candidate's statistics read, as the reference reads them all
+        kit.budgets = Budgets(cold_stats=10**6, cold_stats_per_kept=10**6)
         try:
             for i, (cwd, mtime, records) in enumerate(sessions):
                 kit.session(f"s{i}", records, cwd=cwd, mtime_s=mtime)

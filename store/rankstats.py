@@ -1,0 +1,176 @@
+"""The ranking statistics a record stores per entry and per cold session.
+
+An entry's text has up to two fields, told apart by typed fields only:
+
+* **prose**: what a person or the model wrote (user, assistant, compaction and custom text);
+* **plumbing**: tool output (``toolResult``, ``fabricOperation`` entries) and tool calls. An
+  assistant entry that carries a call (``tool`` set) holds its calls as the lines the
+  normalizers render for each one, ``Tool: <name>(<args>)``; those lines are plumbing and the
+  rest of the message stays prose. (This reads the normalizers' own rendering of typed
+  ``toolCall``/``tool_use`` blocks, not prose.)
+
+**Hot postings** keep ``(entry position, tf)`` pairs and ``token_counts`` the entry's two field
+lengths, packed: prose in the low 16 bits, plumbing in the high 16 bits. ``tf`` is packed the
+same way only when both fields hold tokens; otherwise it is the one field's count (``split``).
+Long fields are counted by their best passage: the count of a term is its highest count in any
+window of ``PASSAGE`` tokens (windows start every ``PASSAGE // 2`` tokens) and the length is
+capped at ``PASSAGE``. So a 50,000-token tool output holding a rare term once scores like a
+passage holding it once, not like a 50,000-token document.
+
+**Cold digests** keep one byte per vocabulary term (``term_stats``, in vocabulary order): how
+many times the session's prose holds it, as ``min(tf, 255).bit_length()`` (a bounded tf bucket:
+0 for a term only tool output holds, then 1, 2-3, 4-7, ...).
+"""
+
+from __future__ import annotations
+
+import itertools
+import unicodedata
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from itertools import filterfalse
+from typing import Final
+
+from store.records import NormalizedEntry
+from store.tokens import term_set, tokenize
+
+__all__ = [
+    "BUCKET_BITS",
+    "FIELD_BITS",
+    "PASSAGE",
+    "entry_stats",
+    "fields_of",
+    "pack",
+    "session_term_stats",
+    "split",
+    "term_stats_bytes",
+    "unpack",
+]
+
+PASSAGE: Final = 128
+FIELD_BITS: Final = 16
+_FIELD_MAX: Final = (1 << FIELD_BITS) - 1
+BUCKET_BITS: Final = 0x0F
+_CALL_PREFIX: Final = "Tool: "
+_PLUMBING_ROLES: Final = frozenset({"toolResult", "fabricOperation"})
+
+
+def pack(prose: int, plumbing: int) -> int:
+    return min(prose, _FIELD_MAX) | min(plumbing, _FIELD_MAX) << FIELD_BITS
+
+
+def unpack(value: int) -> tuple[int, int]:
+    return value & _FIELD_MAX, value >> FIELD_BITS
+
+
+def split(tf: int, length: int) -> tuple[tuple[int, int], tuple[int, int]]:
+    """((prose tf, plumbing tf), (prose length, plumbing length)) of one posting."""
+    lengths = unpack(length)
+    if lengths[0] and lengths[1]:
+        return unpack(tf), lengths
+    return ((tf, 0) if lengths[0] else (0, tf)), lengths
+
+
+def fields_of(e: NormalizedEntry) -> tuple[str, str]:
+    """(prose, plumbing) text of *e*."""
+    if e.role in _PLUMBING_ROLES:
+        return "", e.text
+    if e.tool is None:
+        return e.text, ""
+    if e.role != "assistant":
+        return "", e.text
+    if _CALL_PREFIX not in e.text:
+        return "", e.text  # a call entry of its own (Codex), or a call the text does not show
+    prose: list[str] = []
+    calls: list[str] = []
+    for line in e.text.split("\n"):
+        (calls if line.startswith(_CALL_PREFIX) else prose).append(line)
+    return "\n".join(prose), "\n".join(calls)
+
+
+def _best_passage(tokens: Sequence[str]) -> tuple[Counter[str], int]:
+    """Each term's highest count in a window of PASSAGE tokens, and the capped length."""
+    n = len(tokens)
+    whole = Counter(tokens)
+    if n <= PASSAGE:
+        return whole, n
+    # Only a term seen more than once can count more than 1 in its best window.
+    repeated = {t for t, tf in whole.items() if tf > 1}
+    if not repeated:
+        return whole, PASSAGE
+    best = dict.fromkeys(repeated, 1)
+    step = PASSAGE // 2
+    for start in range(0, n - step, step):
+        window = Counter(tokens[start : start + PASSAGE])
+        for term in repeated.intersection(window):
+            tf = window[term]
+            if tf > best[term]:
+                best[term] = tf
+    whole.update({t: tf - whole[t] for t, tf in best.items()})
+    return whole, PASSAGE
+
+
+def entry_stats(e: NormalizedEntry) -> tuple[dict[str, int], int]:
+    """Per-term counts and packed field lengths of *e* (see the module docstring)."""
+    prose, plumbing = fields_of(e)
+    if not plumbing:
+        return _best_passage(tokenize(prose))
+    if not prose:
+        # One field: its counts stay unpacked (the length says which field they belong to).
+        counts, length = _best_passage(tokenize(plumbing))
+        return counts, length << FIELD_BITS
+    p_counts, p_len = _best_passage(tokenize(prose))
+    c_counts, c_len = _best_passage(tokenize(plumbing))
+    if not p_len or not c_len:  # one field holds no token after all: unpacked counts
+        return (p_counts, p_len) if p_len else (c_counts, c_len << FIELD_BITS)
+    out = dict(p_counts)
+    for term, tf in c_counts.items():
+        out[term] = out.get(term, 0) | tf << FIELD_BITS
+    return out, p_len | c_len << FIELD_BITS
+
+
+# Word bytes of UTF-8 text as store.tokens reads them: ASCII letters lowercased, ASCII digits
+# and "_" kept, every other ASCII byte a separator; bytes of other characters (>= 0x80) stay,
+# for the chunks holding them to be tokenized whole (store.tokens.term_set does the same).
+_SPLIT: Final = bytes(
+    (c | 0x20 if 65 <= c <= 90 else c) if c >= 0x80 or chr(c).isalnum() or c == 95 else 32
+    for c in range(256)
+)
+_ARROW: Final = "\u2192".encode()
+
+
+def _counts(texts: Sequence[str]) -> Counter[bytes]:
+    """How many times *texts* hold each term (UTF-8, the tokens ``term_set`` gives): one
+    C-level count over their chunks, ``tokenize`` once per distinct chunk holding a character
+    past ASCII."""
+    parts = [t if t.isascii() else unicodedata.normalize("NFKC", t) for t in texts]
+    data = "\n".join(parts).encode("utf-8", "surrogatepass")
+    held: Counter[bytes] = Counter(data.replace(_ARROW, b" ").translate(_SPLIT).split())
+    if not data.isascii():
+        for chunk in list(filterfalse(bytes.isascii, held)):
+            n = held.pop(chunk)
+            for term in tokenize(chunk.decode("utf-8", "surrogatepass")):
+                held[term.encode("utf-8", "surrogatepass")] += n
+    return held
+
+
+def session_term_stats(entries: Sequence[NormalizedEntry]) -> tuple[set[bytes], Counter[bytes]]:
+    """Every term of *entries* (``term_set`` of their texts) and how many times their prose
+    fields hold each term. (Counting prose only keeps this one extra pass over the smaller
+    part of a session: tool output is most of its bytes.)"""
+    prose = [p for p in (fields_of(e)[0] for e in entries) if p]
+    return term_set(e.text for e in entries), _counts(prose)
+
+
+# Bucket of every count below 2**16: one lookup per term.
+_WIDTH: Final = 1 << 16
+_TABLE: Final = bytes(min(n, 255).bit_length() for n in range(_WIDTH))
+
+
+def term_stats_bytes(terms: Sequence[bytes], prose: Mapping[bytes, int]) -> bytes:
+    """The ``term_stats`` bytes of *terms*, in their order: C-level maps only, as a session
+    holds tens of thousands of terms."""
+    counts: Iterable[int] = map(prose.get, terms, itertools.repeat(0))
+    if max(prose.values(), default=0) >= _WIDTH:
+        counts = map(min, counts, itertools.repeat(255))
+    return bytes(map(_TABLE.__getitem__, counts))

@@ -1,0 +1,64 @@
+"""The ranking statistics records store: fields from typed fields, best passage, cold bytes."""
+
+from __future__ import annotations
+
+from store.rankstats import (
+    PASSAGE,
+    entry_stats,
+    fields_of,
+    session_term_stats,
+    split,
+    term_stats_bytes,
+    unpack,
+)
+from store.records import NormalizedEntry
+from store.tokens import term_set
+
+
+def _entry(role: str, text: str, tool: str | None = None) -> NormalizedEntry:
+    return NormalizedEntry(
+        index=0, entry_id="e", parent_id=None, type="message", role=role, tool=tool,
+        text=text, timestamp=None, is_error=False, truncated=False, line=1, offset=0,
+    )  # fmt: skip
+
+
+def test_fields_follow_the_typed_role_and_tool() -> None:
+    said = 'I will look at it\nTool: bash({"command":"ls"})'
+    assert fields_of(_entry("assistant", said, tool="bash")) == (
+        "I will look at it",
+        'Tool: bash({"command":"ls"})',
+    )
+    assert fields_of(_entry("assistant", "Tool: bash(ls)", tool="bash")) == ("", "Tool: bash(ls)")
+    assert fields_of(_entry("assistant", "no call here")) == ("no call here", "")
+    # Without a typed call, a line that looks like one is prose: text is never classified.
+    assert fields_of(_entry("user", "Tool: bash(ls)")) == ("Tool: bash(ls)", "")
+    assert fields_of(_entry("toolResult", "output")) == ("", "output")
+
+
+def test_prose_and_plumbing_counts_are_packed_apart() -> None:
+    counts, length = entry_stats(_entry("assistant", "grep for it\nTool: grep(it)", tool="grep"))
+    assert unpack(counts["it"]) == (1, 1)
+    assert unpack(counts["grep"]) == (1, 1)
+    assert unpack(counts["for"]) == (1, 0)
+    assert unpack(length) == (3, 3)
+
+
+def test_a_long_field_counts_by_its_best_passage() -> None:
+    filler = " ".join(f"w{i % 50}" for i in range(20_000))
+    text = f"{filler} needle needle {filler} needle"
+    counts, length = entry_stats(_entry("toolResult", text))
+    assert unpack(length) == (0, PASSAGE)
+    assert split(counts["needle"], length)[0] == (0, 2)  # the two together, not all three
+    assert split(counts["w7"], length)[0][1] <= PASSAGE // 50 + 1  # a window's share, not 400
+    assert split(counts["w7"], length)[1] == (0, PASSAGE)
+
+
+def test_cold_bytes_bucket_how_often_prose_says_a_term() -> None:
+    entries = [_entry("user", "alpha beta Alpha")] * 2 + [_entry("toolResult", "beta gamma")] * 300
+    entries += [_entry("assistant", "naïve Naïve gamma")] * 200
+    terms, prose = session_term_stats(entries)
+    assert terms == term_set(e.text for e in entries)
+    assert (prose[b"alpha"], prose[b"beta"], prose[b"gamma"]) == (4, 2, 200)
+    assert prose["naïve".encode()] == 400  # the canonical tokens, as term_set gives them
+    stats = term_stats_bytes([b"alpha", b"beta", b"gamma", b"zeta"], prose)
+    assert stats == bytes([3, 2, 8, 0])  # 4-7, 2-3, capped at 255, never said in prose
