@@ -13,9 +13,11 @@ is listening on the index socket, and in-process otherwise (``--no-server`` forc
 output is the same either way.
 
 Output is human-readable on a terminal and the seed's JSON objects otherwise (``--json`` /
-``--text`` force either). Exit codes: 0 answered; 2 bad arguments or configuration; 3 the
-request was answered with an error (stale pointer, unknown or ambiguous session, missing
-address…); 4 nothing indexed yet; 1 the index is damaged or the query server failed.
+``--text`` force either). Exit codes (``store.exits``, shared with `pipeline`): 0 answered;
+1 the index is damaged or the query server failed; 2 bad arguments or configuration; 3 another
+`query serve` owns the socket (serve); 4 nothing indexed yet; 6 the request was answered with
+an error (stale pointer, unknown or ambiguous session, missing address…). A reader that closes
+stdout early (``| head``) ends the command quietly.
 """
 
 from __future__ import annotations
@@ -36,12 +38,18 @@ from query.render import render
 from query.timespec import TimeSpecError, parse_time
 from query.transport import Backend
 from store.config import ConfigError, load_config
-from store.errors import SnapshotMissing, StoreError
+from store.errors import StoreError
+from store.exits import (
+    EXIT_ANSWERED_ERROR,
+    EXIT_FAILED,
+    EXIT_OK,
+    EXIT_USAGE,
+    exit_for_store_error,
+    quiet_on_closed_pipe,
+)
 from store.names import AGENTS, BRANCH_MODES
 
 __all__ = ["main"]
-
-EXIT_OK, EXIT_DAMAGED, EXIT_USAGE, EXIT_REQUEST, EXIT_NO_INDEX = 0, 1, 2, 3, 4
 
 
 class _Usage(Exception):
@@ -76,6 +84,7 @@ def _parser() -> argparse.ArgumentParser:
         description="Search and read the sessiondex memory index (recall, expand, sessions).",
         epilog="Example: query recall 'flaky test' --scope project",
     )
+    p.add_argument("--version", action="version", version=f"sessiondex {_version()}")
     sub = p.add_subparsers(dest="command", required=True)
 
     rc = sub.add_parser(
@@ -153,7 +162,24 @@ def _parser() -> argparse.ArgumentParser:
 
     add_serve_parser(sub)
     add_mcp_parser(sub)
+
+    co = sub.add_parser(
+        "completion",
+        help="print a shell completion script for `query`",
+        epilog="Example: query completion bash > ~/.local/share/bash-completion/completions/query",
+    )
+    co.add_argument("shell", choices=("bash", "zsh", "tcsh"))
     return p
+
+
+def _version() -> str:
+    """The installed distribution's version (query may not import pipeline, which holds it)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("sessiondex")
+    except PackageNotFoundError:
+        return "(not installed: run `pip install -e .`)"
 
 
 def _range(text: str) -> dict[str, int]:
@@ -236,7 +262,17 @@ def _dump(result: dict[str, Any]) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    ns = _parser().parse_args(argv)
+    return quiet_on_closed_pipe(lambda: _main(argv))
+
+
+def _main(argv: Sequence[str] | None) -> int:
+    parser = _parser()
+    ns = parser.parse_args(argv)
+    if ns.command == "completion":
+        import shtab  # only when asked: generating a script is not on any hot path
+
+        sys.stdout.write(shtab.complete(parser, shell=ns.shell))
+        return EXIT_OK
     if ns.command in ("serve", "mcp"):
         run: Any = ns.run
         code: int = run(ns)
@@ -269,12 +305,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (_Usage, InvalidArgument, ConfigError) as exc:
         sys.stderr.write(f"query: {exc}\n")
         return EXIT_USAGE
-    except SnapshotMissing as exc:
+    except StoreError as exc:
         sys.stderr.write(f"query: {exc}\n")
-        return EXIT_NO_INDEX
-    except (StoreError, QueryError) as exc:
+        return exit_for_store_error(exc)
+    except QueryError as exc:
         sys.stderr.write(f"query: {exc}\n")
-        return EXIT_DAMAGED
+        return EXIT_FAILED
     as_text = ns.text_output or (not ns.json and sys.stdout.isatty())
     if not as_text:
         text = _dump(result)
@@ -285,4 +321,4 @@ def main(argv: Sequence[str] | None = None) -> int:
     else:
         text = render(action, result)
     sys.stdout.write(text + "\n")
-    return EXIT_REQUEST if "error" in result else EXIT_OK
+    return EXIT_ANSWERED_ERROR if "error" in result else EXIT_OK

@@ -136,7 +136,7 @@ def test_socket_is_private_and_output_is_identical_either_way(
             ["recall", "timeout", "--scope", "project"],
             ["recall", "--tool", "bash", "--outcome", "failed", "--scope", "global"],
             ["expand", str(path), "--indices", "1", "--max-chars", "300"],
-            ["expand", str(path), "--indices", "99"],  # answered error: exit 3
+            ["expand", str(path), "--indices", "99"],  # answered error: exit 6
             ["sessions", "--scope", "project"],
             ["catalog", "--scope", "global"],
             ["call", follow],
