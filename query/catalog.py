@@ -361,7 +361,12 @@ def render_catalog(result: Mapping[str, Any]) -> str:
     for agent in result["agents"]:
         lines.append(f"{agent['agent']}  ({_stats(agent)})")
         for provider in agent["providers"]:
-            lines.append(f"  {provider['provider'] or '(no provider)'}  ({_stats(provider)})")
+            if provider["provider"] != agent["agent"]:
+                # the agent's own tools (provider == agent) sit under the agent's line, which
+                # already says the same counts when it is the only provider
+                lines.append(f"  {provider['provider'] or '(no provider)'}  ({_stats(provider)})")
+            elif len(agent["providers"]) > 1:
+                lines.append(f"  its own tools  ({_stats(provider)})")
             for head in provider["heads"]:
                 name = head["action"] or head["tool"] or head["ref"]
                 exact = f"--ref {head['ref']}" if head["ref"] else f"--tool {head['tool']}"

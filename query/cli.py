@@ -34,7 +34,7 @@ import orjson
 from query.args import OUTCOMES, QUERY_MATCHES, QUERY_MODES, ROLES
 from query.commands import add_mcp_parser, add_serve_parser
 from query.errors import InvalidArgument, QueryError
-from query.render import render
+from query.render import printable, render
 from query.timespec import TimeSpecError, parse_time
 from query.transport import Backend
 from store.config import ConfigError, load_config
@@ -261,6 +261,23 @@ def _dump(result: dict[str, Any]) -> str:
         return json.dumps(result, ensure_ascii=True, separators=(",", ":"))
 
 
+def _as_text(ns: argparse.Namespace) -> bool:
+    return bool(ns.text_output or (not ns.json and sys.stdout.isatty()))
+
+
+_SELECTORS = ("indices", "entryIds", "operationAddresses", "entryRange")
+
+
+def _whole_session(args: dict[str, Any], result: dict[str, Any]) -> bool:
+    """No entry was asked for, and the session has some."""
+    return (
+        "error" not in result
+        and not any(key in args for key in _SELECTORS)
+        and not result.get("entries")
+        and int(result.get("entryCount") or 0) > 0
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     return quiet_on_closed_pipe(lambda: _main(argv))
 
@@ -284,7 +301,13 @@ def _main(argv: Sequence[str] | None) -> int:
             if ns.command == "recall":
                 action, result = "memory.recall", engine.recall(_recall_args(ns), cwd=cwd)
             elif ns.command == "expand":
-                action, result = "memory.expand", engine.expand(_expand_args(ns), cwd=cwd)
+                expand_args = _expand_args(ns)
+                action, result = "memory.expand", engine.expand(expand_args, cwd=cwd)
+                if _as_text(ns) and _whole_session(expand_args, result):
+                    # `query expand FILE` for a person means "show me the session": read it
+                    # from its first entry (pages follow with `next`), not only its header.
+                    expand_args["entryRange"] = {"first": 0, "last": result["entryCount"] - 1}
+                    result = engine.expand(expand_args, cwd=cwd)
             elif ns.command == "sessions":
                 args: dict[str, Any] = {}
                 _put(args, "scope", ns.scope)
@@ -311,14 +334,14 @@ def _main(argv: Sequence[str] | None) -> int:
     except QueryError as exc:
         sys.stderr.write(f"query: {exc}\n")
         return EXIT_FAILED
-    as_text = ns.text_output or (not ns.json and sys.stdout.isatty())
-    if not as_text:
+    if not _as_text(ns):
         text = _dump(result)
     elif action == "memory.catalog":
         from query.catalog import render_catalog
 
-        text = render_catalog(result)
+        text = printable(render_catalog(result))
     else:
-        text = render(action, result)
+        marked = ns.text if action == "memory.recall" and ns.mode != "regex" else None
+        text = render(action, result, query=marked)
     sys.stdout.write(text + "\n")
     return EXIT_ANSWERED_ERROR if "error" in result else EXIT_OK
