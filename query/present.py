@@ -87,8 +87,8 @@ def _anchor(text: str, plan: Plan, limit: int) -> int:
         at = normalized.find(plan.phrase)
         return u16len(normalized[:at]) if at > 0 else 0
     # the window's matched span may take two thirds of it: the lead third stays context
-    at = _best_window(normalized, plan.terms, max(1, limit - limit // 3))
-    return u16len(normalized[:at]) if at else 0
+    best = _best_window(normalized, plan.terms, max(1, limit - limit // 3))
+    return u16len(normalized[:best]) if best else 0
 
 
 def snippet(text: str, plan: Plan, limit: int) -> tuple[str, bool]:
