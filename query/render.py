@@ -115,12 +115,19 @@ def _coverage(coverage: dict[str, Any]) -> str:
     if coverage.get("incompleteSessions"):
         head += f", {coverage['incompleteSessions']} incomplete"
     if coverage.get("complete"):
-        return f"coverage complete ({head})"
-    reasons = ", ".join(coverage.get("reasons", [])) or "unknown"
-    text = f"coverage INCOMPLETE ({head}): {reasons}"
-    error = coverage.get("error")
-    if error:
-        text += f"\n  {error['code']}: {error['message']}"
+        text = f"coverage complete ({head})"
+    else:
+        reasons = ", ".join(coverage.get("reasons", [])) or "unknown"
+        text = f"coverage INCOMPLETE ({head}): {reasons}"
+        error = coverage.get("error")
+        if error:
+            text += f"\n  {error['code']}: {error['message']}"
+    if "max_entry_chars" in coverage.get("notes", []):
+        text += (
+            "\n  (some entries are shown cut to maxEntryChars; the search read their whole text)"
+        )
+    for hint in coverage.get("hints", []):
+        text += f"\n  try: {hint['message']}"
     return text
 
 
@@ -204,9 +211,14 @@ def _sessions(result: dict[str, Any]) -> str:
     out = []
     for s in result["sessions"]:
         out.append(
-            f"{_when(s['mtime'])}  {s['tier']:<4} {s['entryCount']:>6}  {s['id']}  {s['cwd']}\n"
-            f"    {s['file']}"
+            f"{_when(s['mtime'])}  {s['tier']:<4} {s['entryCount']:>6} entries  {s['id']}  "
+            f"{s['cwd']}"
         )
+        if s.get("title"):
+            out.append(f"    {s['title']}")
+        if s.get("firstPrompt"):
+            out.append(f"    > {s['firstPrompt']}")
+        out.append(f"    {s['file']}")
     if not out:
         out.append("no sessions in scope")
     if "coverage" in result:
