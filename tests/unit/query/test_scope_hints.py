@@ -62,3 +62,18 @@ def test_display_cuts_are_a_note_for_literal_search_and_a_gap_for_phrase(
         assert "the search read their whole text" in render("memory.recall", page)
     else:  # a phrase is matched on the display text, which was cut: a real gap
         assert not coverage["complete"] and "max_entry_chars" in coverage["reasons"]
+
+
+def test_status_and_recall_count_the_same_incomplete_sessions(kit: Kit) -> None:
+    from pipeline.status import collect_status
+
+    kit.configure(maxEntryChars=100, hotSessions=5)
+    kit.session("long", [header("l", CWD), user("u", None, "word " * 50, T0)])
+    path = kit.session("broken", [header("b", CWD), user("u", None, "needle", T0)])
+    with path.open("ab") as f:
+        f.write(b'{"type": "message", "id": \n')  # a complete line that is not JSON
+    kit.build()
+    status = collect_status(kit.config)
+    coverage = kit.recall(query="word", scope="global")["coverage"]
+    assert status.incomplete == coverage["incompleteSessions"] == 1
+    assert status.display_cut == 1 and coverage["notes"] == ["max_entry_chars"]
