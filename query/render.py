@@ -214,8 +214,12 @@ def _sessions(result: dict[str, Any]) -> str:
             f"{_when(s['mtime'])}  {s['tier']:<4} {s['entryCount']:>6} entries  {s['id']}  "
             f"{s['cwd']}"
         )
-        if s.get("title"):
-            out.append(f"    {s['title']}")
+        counts = s.get("counts")
+        if counts:
+            out[-1] += (
+                f"  ({counts['prompts']} prompts, {counts['toolResults']} tool results, "
+                f"{counts['failed']} failed)"
+            )
         if s.get("firstPrompt"):
             out.append(f"    > {s['firstPrompt']}")
         out.append(f"    {s['file']}")

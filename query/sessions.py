@@ -6,8 +6,10 @@ only. ``coverage`` appears, as in the seed, only when the listing is not the who
 sessions changed or gone since indexing, eligible files that are not indexed, index-wide
 budget reasons, or when the scope is empty and a wider one is not (``hints``).
 
-Each row also carries the session's first user prompt (``firstPrompt``, bounded) or the
-title the agent recorded for it (``title``), so a list of sessions reads as what they were.
+Each row also carries the session's first user prompt (``firstPrompt``, bounded) and
+``counts`` (prompts, tool results, failed ones), so a list of sessions reads as what they
+were; a cold row has them only when it is among the first few and small (its entries are a
+record read from disk).
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from query.scope import resolve_scope, widen_hints
 from query.u16 import bounded
 from store.records import NormalizedEntry, SessionState
 
-__all__ = ["first_prompt", "sessions"]
+__all__ = ["glance", "sessions"]
 
 PROMPT_CHARS: Final = 160
 # A cold session's entries are a record read from disk: only the first few rows of a listing
@@ -33,8 +35,11 @@ _COLD_PROMPT_READS: Final = 10
 _COLD_PROMPT_BYTES: Final = 4 << 20
 
 
-def first_prompt(gen: Generation, state: SessionState, branches: str) -> str | None:
-    """The first thing a person typed in the session (from typed roles only), on one line."""
+def glance(
+    gen: Generation, state: SessionState, branches: str
+) -> tuple[str | None, dict[str, int]] | None:
+    """The first thing a person typed in the session, on one line, and what happened in it
+    (prompts, tool results, failed ones), from typed fields only; None when unreadable."""
     try:
         if state.tier == "hot":
             entries: Sequence[NormalizedEntry] = gen.hot_shard(state, branches).entries
@@ -42,11 +47,17 @@ def first_prompt(gen: Generation, state: SessionState, branches: str) -> str | N
             entries = gen.entries(state, branches)
     except RecordUnavailable:
         return None
+    prompt: str | None = None
+    prompts = results = failed = 0
     for e in entries:
-        if e.role == "user" and e.tool is None and e.text.strip():
-            line = " ".join(e.text.split())
-            return bounded(line, PROMPT_CHARS)
-    return None
+        if e.role == "user" and e.tool is None:
+            prompts += 1
+            if prompt is None and e.text.strip():
+                prompt = bounded(" ".join(e.text.split()), PROMPT_CHARS)
+        if e.outcome is not None:
+            results += 1
+            failed += e.outcome == "failed"
+    return prompt, {"prompts": prompts, "toolResults": results, "failed": failed}
 
 
 def sessions(
@@ -67,12 +78,12 @@ def sessions(
     cold_reads = 0
     for state in resolved.sessions[: req.limit]:
         view = state.view(req.branches)
-        prompt: str | None = None
+        seen = None
         if state.tier == "hot" or (
             cold_reads < _COLD_PROMPT_READS and state.entries_bytes <= _COLD_PROMPT_BYTES
         ):
             cold_reads += state.tier != "hot"
-            prompt = first_prompt(gen, state, req.branches)
+            seen = glance(gen, state, req.branches)
         rows.append(
             {
                 "id": f"{state.agent}:{state.session_id}",
@@ -86,8 +97,11 @@ def sessions(
                 "lineageFingerprint": view.lineage_fingerprint,
             }
         )
-        if prompt is not None:
-            rows[-1]["firstPrompt"] = prompt
+        if seen is not None:
+            prompt, counts = seen
+            if prompt is not None:
+                rows[-1]["firstPrompt"] = prompt
+            rows[-1]["counts"] = counts
     out["sessions"] = rows
     reasons = set(resolved.index_reasons)
     stale = 0

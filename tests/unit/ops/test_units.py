@@ -57,3 +57,11 @@ def test_systemd_analyze_verifies_both_units(tmp_path: Path) -> None:
     )
     assert result.returncode == 0, result.stderr
     assert "sessiondex" not in result.stderr, result.stderr
+
+
+def test_exits_a_restart_cannot_fix_are_not_retried() -> None:
+    from store.exits import EXIT_BOOT_FAILED, EXIT_NOT_AN_INDEX, EXIT_USAGE
+
+    service = _unit((OPS / "sessiondex-pipeline.service").read_text())["Service"]
+    prevent = service["RestartPreventExitStatus"].split()
+    assert {str(EXIT_USAGE), str(EXIT_BOOT_FAILED), str(EXIT_NOT_AN_INDEX)} <= set(prevent)
