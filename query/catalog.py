@@ -31,7 +31,7 @@ from query.args import RESPONSE_MAX_CHARS, Scope, parse_scope
 from query.errors import InvalidArgument
 from query.freshness import Freshness
 from query.generation import Generation, RecordUnavailable
-from query.scope import resolve_scope
+from query.scope import resolve_scope, widen_hints
 from query.u16 import bounded, json_length
 from store.errors import CorruptRecord, SchemaVersionError
 from store.records import AGENTS, BRANCH_MODES, ColdDigest, SessionState
@@ -290,6 +290,9 @@ def catalog(
         "incompleteSessions": incomplete,
         "reasons": sorted(reasons),
     }
+    hints = widen_hints(gen, resolved, agent=req.agent, branches=req.branches, found=len(heads))
+    if hints:
+        coverage["hints"] = hints
     return _bounded(req, out, heads, coverage)
 
 
@@ -387,5 +390,6 @@ def render_catalog(result: Mapping[str, Any]) -> str:
     else:
         summary += " · coverage INCOMPLETE: " + ", ".join(coverage["reasons"])
     lines.append(summary)
+    lines += [f"  try: {hint['message']}" for hint in coverage.get("hints", [])]
     lines.append("recall one: query recall --scope <scope> --ref <ref>  (or --tool / --outcome)")
     return "\n".join(lines)

@@ -77,3 +77,16 @@ def test_status_and_recall_count_the_same_incomplete_sessions(kit: Kit) -> None:
     coverage = kit.recall(query="word", scope="global")["coverage"]
     assert status.incomplete == coverage["incompleteSessions"] == 1
     assert status.display_cut == 1 and coverage["notes"] == ["max_entry_chars"]
+
+
+def test_an_empty_project_catalog_says_what_would_find_more(kit: Kit) -> None:
+    from query.catalog import render_catalog
+
+    kit.session("s", [header("s", CWD), user("u", None, "the needle", T0)])
+    kit.build()
+    from query.transport import Backend
+
+    with Backend(kit.config, server="off") as backend:
+        result = backend.catalog({}, cwd="/somewhere/else")
+    assert result["coverage"]["hints"][0]["args"] == {"scope": "global"}
+    assert "--scope global" in render_catalog(result)
