@@ -45,10 +45,11 @@ def printable(text: str) -> str:
 
 
 def _emphasis() -> tuple[str, str]:
-    """Bold on a terminal that takes colour; brackets where escapes would be noise."""
+    """Bold on a terminal that takes colour; guillemets where escapes would be noise (they
+    rarely occur in code or logs, where brackets would be read as part of the text)."""
     if sys.stdout.isatty() and not os.environ.get("NO_COLOR") and os.environ.get("TERM") != "dumb":
         return "\x1b[1m", "\x1b[22m"
-    return "[", "]"
+    return "«", "»"
 
 
 # Marks that survive ``printable`` (private-use characters), made bold (or brackets) last.

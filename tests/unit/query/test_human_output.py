@@ -74,7 +74,7 @@ def test_recall_text_has_no_escapes_and_marks_the_term(
     code, out, _ = run(noisy, capsys, "recall", "needle", "--text")
     assert code == 0
     assert "\x1b" not in out and "\x9b" not in out
-    assert "[needle]" in out  # not a terminal: brackets, not bold
+    assert "«needle»" in out  # not a terminal: guillemets, not bold
     assert "\n\n\n" not in out
 
 
