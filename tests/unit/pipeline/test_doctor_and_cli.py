@@ -6,10 +6,12 @@ from __future__ import annotations
 import os
 import re
 import socket
+from collections.abc import Iterator
 from pathlib import Path
 
 import orjson
 import pytest
+import structlog
 
 from pipeline.cli import main
 from pipeline.doctor import diagnose, query_socket
@@ -20,6 +22,15 @@ from store.exits import EXIT_FAILED, EXIT_NO_INDEX, EXIT_NOT_AN_INDEX, EXIT_OK
 from tests.helpers import PiRoot, header, user
 
 T0 = 1_700_000_000_000
+
+
+@pytest.fixture(autouse=True)
+def _logging_kept() -> Iterator[None]:
+    # `pipeline` main configures structlog to print to the sys.stderr of the moment, here
+    # capsys's, closed after the test: later tests must not log into it
+    saved = structlog.get_config()
+    yield
+    structlog.configure(**saved)
 
 
 @pytest.fixture
