@@ -497,7 +497,15 @@ def recall(
         _, shown = _incomplete(searched, req.branches, display_haystack=True, hydrated=False)
         if "max_entry_chars" in shown:
             coverage["notes"] = ["max_entry_chars"]
-    hints = widen_hints(gen, resolved, agent=req.agent, branches=req.branches, found=result.total)
+    hints = widen_hints(
+        gen,
+        resolved,
+        agent=req.agent,
+        branches=req.branches,
+        found=result.total,
+        cwd=req.cwd or cwd,
+        roots=roots,
+    )
     if hints:
         coverage["hints"] = hints
     request_args = req.canonical()

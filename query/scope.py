@@ -535,6 +535,8 @@ def widen_hints(
     agent: str | None,
     branches: str,
     found: int,
+    cwd: str | None = None,
+    roots: Iterable[Path] = (),
 ) -> list[dict[str, Any]]:
     """What would find more, when a default scope came back empty or hides content.
 
@@ -544,6 +546,16 @@ def widen_hints(
     """
     hints: list[dict[str, Any]] = []
     kind = resolved.scope.kind
+    if found == 0 and kind == "session" and cwd is not None:
+        project = resolve_scope(gen, Scope("project"), cwd=cwd, agent=agent, roots=roots)
+        if len(project.sessions) > len(resolved.sessions):
+            hints.append(
+                {
+                    "args": {"scope": "project"},
+                    "message": f"--scope project searches all {len(project.sessions)} "
+                    "sessions of this project (session scope: its newest one only)",
+                }
+            )
     if found == 0 and not resolved.scope.explicit and kind in ("session", "project"):
         everywhere = len(gen.ordered(agent))
         if everywhere > len(resolved.sessions):

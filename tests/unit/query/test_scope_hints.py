@@ -90,3 +90,14 @@ def test_an_empty_project_catalog_says_what_would_find_more(kit: Kit) -> None:
         result = backend.catalog({}, cwd="/somewhere/else")
     assert result["coverage"]["hints"][0]["args"] == {"scope": "global"}
     assert "--scope global" in render_catalog(result)
+
+
+def test_an_empty_session_scope_points_at_the_project(kit: Kit) -> None:
+    kit.session("old", [header("o", CWD), user("u", None, "the needle", T0)], mtime_s=1000)
+    kit.session("new", [header("n", CWD), user("u", None, "other words", T0)], mtime_s=2000)
+    kit.build()
+    page = kit.recall(query="needle")  # the default scope: the newest session only
+    assert page["hits"] == []
+    first = page["coverage"]["hints"][0]
+    assert first["args"] == {"scope": "project"} and "2 sessions" in first["message"]
+    assert [h["sessionId"] for h in kit.recall(query="needle", **first["args"])["hits"]] == ["pi:o"]
