@@ -87,7 +87,17 @@ def _anchor(text: str, plan: Plan, limit: int) -> int:
         at = normalized.find(plan.phrase)
         return u16len(normalized[:at]) if at > 0 else 0
     # the window's matched span may take two thirds of it: the lead third stays context
-    best = _best_window(normalized, plan.terms, max(1, limit - limit // 3))
+    width = max(1, limit - limit // 3)
+    best = None
+    if len(normalized) != len(text):
+        # NFKC changed the length (ligatures, compatibility forms): an offset in it would land
+        # elsewhere in the raw text, so look in the merely lowercased text first
+        lowered = text.lower()
+        if len(lowered) == len(text):
+            best = _best_window(lowered, plan.terms, width)
+            if best is not None:
+                return u16len(text[:best])
+    best = _best_window(normalized, plan.terms, width)
     return u16len(normalized[:best]) if best else 0
 
 

@@ -137,3 +137,10 @@ def test_a_closed_pipe_ends_quietly(command: str) -> None:
     proc.stderr.close()
     assert proc.wait(timeout=60) == EXIT_CLOSED_PIPE
     assert "Traceback" not in err and "BrokenPipe" not in err
+
+
+def test_the_snippet_window_lands_on_the_raw_text_when_nfkc_changes_lengths() -> None:
+    # "ﬁ" (one ligature character) is "fi" after NFKC: offsets in the normalized text drift
+    text = "ﬁ" * 300 + " the needle here " + "word " * 100
+    shown, _ = snippet(text, plan_query("needle", "literal", "any"), 90)
+    assert "needle" in shown
