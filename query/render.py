@@ -206,6 +206,10 @@ def _expand(result: dict[str, Any]) -> str:
     return "\n".join(out)
 
 
+def _n(count: int, noun: str) -> str:
+    return f"{count} {noun}" + ("" if count == 1 else "s")
+
+
 def _sessions(result: dict[str, Any]) -> str:
     if "error" in result:
         return _error(result["error"])
@@ -218,8 +222,8 @@ def _sessions(result: dict[str, Any]) -> str:
         counts = s.get("counts")
         if counts:
             out[-1] += (
-                f"  ({counts['prompts']} prompts, {counts['toolResults']} tool results, "
-                f"{counts['failed']} failed)"
+                f"  ({_n(counts['prompts'], 'prompt')}, "
+                f"{_n(counts['toolResults'], 'tool result')}, {counts['failed']} failed)"
             )
         if s.get("firstPrompt"):
             out.append(f"    > {s['firstPrompt']}")
