@@ -5,11 +5,15 @@
     pipeline status [--json] [--config FILE]               coverage and health
     pipeline rebuild [--config FILE]                       delete derived state, index again
     pipeline config [--config FILE]                        print the effective configuration
+    pipeline doctor [--json] [--config FILE]               is everything running and current?
+    pipeline completion bash|zsh|tcsh                      a shell completion script
     pipeline generate --out DIR --sessions N --mean-kb K   write a synthetic corpus
 
-Exit codes: 0 done; 1 done, but some sessions could not be indexed (a bug: see the log);
-2 bad arguments or configuration; 3 the index is locked by another writer; 4 no index yet;
-5 a pipeline process could not start (`pipeline run`; its traceback is in the log).
+Exit codes (``store.exits``, shared with `query`): 0 done; 1 done, but some sessions could not
+be indexed (a bug: see the log), or the index is damaged; 2 bad arguments or configuration;
+3 the index is locked by another writer; 4 no index yet; 5 a pipeline process could not start
+(`pipeline run`; its traceback is in the log); 7 ``indexDir`` is not a sessiondex index;
+`pipeline doctor` exits 1 when a check fails.
 """
 
 from __future__ import annotations
@@ -28,13 +32,21 @@ from pipeline.pool import TaskFailed, WorkerDied
 from pipeline.status import collect_status, render_status
 from store import jsonio
 from store.config import Config, ConfigError, load_config
-from store.errors import DiskFull, StoreError, StoreLocked, is_disk_full
+from store.errors import DiskFull, StoreError, is_disk_full
+from store.exits import (
+    EXIT_BOOT_FAILED,
+    EXIT_FAILED,
+    EXIT_OK,
+    EXIT_USAGE,
+    exit_for_store_error,
+    quiet_on_closed_pipe,
+)
 from store.streams import print_file_names_as_bytes
 from store.writer import StoreWriter
 
-__all__ = ["main"]
+__all__ = ["EXIT_BOOT_FAILED", "EXIT_USAGE", "main"]
 
-EXIT_OK, EXIT_PARTIAL, EXIT_USAGE, EXIT_LOCKED, EXIT_NO_INDEX, EXIT_BOOT_FAILED = 0, 1, 2, 3, 4, 5
+EXIT_PARTIAL = EXIT_FAILED  # done, but some sessions could not be indexed
 
 log = structlog.get_logger()
 
@@ -111,6 +123,23 @@ def _parser() -> argparse.ArgumentParser:
     )
     common(cf)
 
+    dr = sub.add_parser(
+        "doctor",
+        help="check that the pipeline and query server run, the sources are readable and the "
+        "index is current; exit 1 when a check fails",
+        epilog="Example: pipeline doctor --json",
+    )
+    common(dr)
+    dr.add_argument("--json", action="store_true", help="print JSON")
+
+    co = sub.add_parser(
+        "completion",
+        help="print a shell completion script for `pipeline`",
+        epilog="Example: pipeline completion bash > ~/.local/share/bash-completion/completions/"
+        "pipeline",
+    )
+    co.add_argument("shell", choices=("bash", "zsh", "tcsh"))
+
     gen = sub.add_parser(
         "generate",
         help="write a deterministic synthetic session corpus",
@@ -122,6 +151,10 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     print_file_names_as_bytes()
+    return quiet_on_closed_pipe(lambda: _main(argv))
+
+
+def _main(argv: Sequence[str] | None) -> int:
     given = list(sys.argv[1:] if argv is None else argv)
     if given[:1] == ["generate"]:
         # Handed over whole: argparse's REMAINDER refuses a first argument that looks like
@@ -129,7 +162,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         from pipeline.corpus import main as corpus_main
 
         return corpus_main(given[1:])
-    args = _parser().parse_args(given)
+    parser = _parser()
+    args = parser.parse_args(given)
+    if args.command == "completion":
+        import shtab  # only when asked: generating a script is not on any hot path
+
+        sys.stdout.write(shtab.complete(parser, shell=args.shell))
+        return EXIT_OK
     configure_logging(json=True if args.log_json else None, level=30 if args.quiet else 20)
     try:
         config = load_config(args.config)
@@ -144,6 +183,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             else:
                 sys.stdout.write(render_status(status))
             return EXIT_OK
+        if args.command == "doctor":
+            from pipeline.doctor import diagnose, render_diagnosis
+
+            diagnosis = diagnose(config)
+            if args.json:
+                sys.stdout.write(jsonio.dumps(diagnosis.as_dict(), indent=True).decode() + "\n")
+            else:
+                sys.stdout.write(render_diagnosis(diagnosis))
+            return EXIT_OK if diagnosis.ok else EXIT_FAILED
         if args.command == "rebuild":
             StoreWriter(config.index_dir).wipe()
             report = build_index(config, processes=args.processes, progress=tty_progress())
@@ -158,15 +206,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ConfigError as exc:
         sys.stderr.write(f"pipeline: {exc}\n")
         return EXIT_USAGE
-    except StoreLocked as exc:
-        sys.stderr.write(f"pipeline: {exc}\n")
-        return EXIT_LOCKED
     except DiskFull as exc:
         sys.stderr.write(f"pipeline: {exc}\n")
-        return EXIT_PARTIAL
+        return EXIT_FAILED
     except StoreError as exc:
         sys.stderr.write(f"pipeline: {exc}\n")
-        return EXIT_NO_INDEX
+        return exit_for_store_error(exc)
     except (WorkerDied, TaskFailed) as exc:
         sys.stderr.write(f"pipeline: {exc}\nNothing new was published; the index is as before.\n")
         return EXIT_BOOT_FAILED

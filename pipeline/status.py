@@ -30,7 +30,11 @@ from store.journal import FileJournal
 from store.layout import IndexLayout
 from store.reader import open_snapshot
 
-__all__ = ["Status", "collect_status", "render_status"]
+__all__ = ["DISPLAY_ONLY", "Status", "collect_status", "render_status"]
+
+# The stored display text was cut to maxEntryChars; postings and vocabularies cover the whole
+# text, so it hides nothing from a literal recall (query.recall.view_reasons says the same).
+DISPLAY_ONLY = "max_entry_chars"
 
 
 @dataclass(slots=True)
@@ -44,6 +48,8 @@ class Status:
     new: int = 0
     skipped: int = 0
     incomplete: int = 0
+    # sessions whose only reason is max_entry_chars: display text cut, search still complete
+    display_cut: int = 0
     hot: int = 0
     cold: int = 0
     source_bytes: dict[str, int] = field(default_factory=lambda: {"hot": 0, "cold": 0})
@@ -77,6 +83,7 @@ class Status:
             "new": self.new,
             "skipped": self.skipped,
             "incomplete": self.incomplete,
+            "displayCutSessions": self.display_cut,
             "hot": self.hot,
             "cold": self.cold,
             "agents": dict(sorted(self.agents.items())),
@@ -248,6 +255,9 @@ def collect_status(config: Config) -> Status:
             tally[0] += n
             tally[1] += 1
         reasons = sorted({r for v in s.views for r in v.reasons if v.branches == "active"})
+        if DISPLAY_ONLY in reasons:
+            status.display_cut += 1
+            reasons.remove(DISPLAY_ONLY)  # not a gap: a literal recall counts it complete too
         if reasons:
             status.incomplete += 1
             status.incomplete_sessions.append(
@@ -295,12 +305,16 @@ def _render_pipeline(p: dict[str, Any]) -> list[str]:
     lag = p["lag"]
     oldest = lag["oldestPendingSeconds"]
     positions = ", ".join(f"{k} {v}" for k, v in p["positions"].items())
+    head = p["journal"]["head"]
     lines = [
         f"pipeline    {'running (pid ' + str(p['pid']) + ')' if p['running'] else 'not running'}"
         f"; lag {lag['events']} events"
         + (f", oldest waiting {oldest:.1f}s" if oldest is not None else "")
         + f"; {p['restarts']} restarts",
-        f"journal     head {p['journal']['head']}; positions {positions}",
+        # an empty journal's head is -1: say what that means instead of printing it
+        f"journal     head {head}; positions {positions}"
+        if isinstance(head, int) and head >= 0
+        else "journal     empty (no change journaled yet: `pipeline run` journals them)",
         *(full if disk["full"] else []),
     ]
     for w in p["workers"]:
@@ -322,6 +336,27 @@ def _render_pipeline(p: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _ratios(ratio: dict[str, float | None]) -> str:
+    """`` (index/source 0.62; hot 0.44, cold 0.14 or 0.24 with the cold lexicon)``, leaving
+    out a tier that holds no bytes instead of printing ``None``."""
+
+    def f(x: float | None) -> str:
+        return f"{x:.2f}"
+
+    parts = []
+    if ratio["hot"] is not None:
+        parts.append(f"hot {f(ratio['hot'])}")
+    if ratio["cold"] is not None:
+        cold = f"cold {f(ratio['cold'])}"
+        if ratio["coldWithLexicon"] is not None and ratio["coldWithLexicon"] != ratio["cold"]:
+            cold += f" or {f(ratio['coldWithLexicon'])} with the cold lexicon"
+        parts.append(cold)
+    if ratio["index"] is None:
+        return ""
+    tiers = f"; {', '.join(parts)}" if parts else ""
+    return f" (index/source {f(ratio['index'])}{tiers})"
+
+
 def render_status(status: Status) -> str:
     d = status.as_dict()
     if d["generation"] is None:
@@ -338,10 +373,14 @@ def render_status(status: Status) -> str:
         f"{d['incomplete']} incomplete",
         f"tiers       {d['hot']} hot, {d['cold']} cold; agents "
         + ", ".join(f"{k} {v}" for k, v in d["agents"].items()),
-        f"bytes       source {d['sourceBytes']['total']:,}; index {d['indexBytes']:,} "
-        f"(hot ratio {ratio['hot']}, cold ratio {ratio['cold']} or {ratio['coldWithLexicon']} "
-        f"with the cold lexicon, index ratio {ratio['index']})",
+        f"bytes       source {d['sourceBytes']['total']:,}; index {d['indexBytes']:,}"
+        + _ratios(ratio),
     ]
+    if d["displayCutSessions"]:
+        lines.append(
+            f"display     {d['displayCutSessions']} sessions have entries longer than "
+            "maxEntryChars: shown cut, searched whole (not a coverage gap)"
+        )
     lines += _render_pipeline(d["pipeline"])
     if d["reasons"]:
         lines.append("reasons     " + ", ".join(d["reasons"]))

@@ -31,7 +31,7 @@ from query.args import RESPONSE_MAX_CHARS, Scope, parse_scope
 from query.errors import InvalidArgument
 from query.freshness import Freshness
 from query.generation import Generation, RecordUnavailable
-from query.scope import resolve_scope
+from query.scope import resolve_scope, widen_hints
 from query.u16 import bounded, json_length
 from store.errors import CorruptRecord, SchemaVersionError
 from store.records import AGENTS, BRANCH_MODES, ColdDigest, SessionState
@@ -302,6 +302,9 @@ def catalog(
         "incompleteSessions": incomplete,
         "reasons": sorted(reasons),
     }
+    hints = widen_hints(gen, resolved, agent=req.agent, branches=req.branches, found=len(heads))
+    if hints:
+        coverage["hints"] = hints
     return _bounded(req, out, heads, coverage)
 
 
@@ -373,7 +376,12 @@ def render_catalog(result: Mapping[str, Any]) -> str:
     for agent in result["agents"]:
         lines.append(f"{agent['agent']}  ({_stats(agent)})")
         for provider in agent["providers"]:
-            lines.append(f"  {provider['provider'] or '(no provider)'}  ({_stats(provider)})")
+            if provider["provider"] != agent["agent"]:
+                # the agent's own tools (provider == agent) sit under the agent's line, which
+                # already says the same counts when it is the only provider
+                lines.append(f"  {provider['provider'] or '(no provider)'}  ({_stats(provider)})")
+            elif len(agent["providers"]) > 1:
+                lines.append(f"  its own tools  ({_stats(provider)})")
             for head in provider["heads"]:
                 name = head["action"] or head["tool"] or head["ref"]
                 exact = f"--ref {head['ref']}" if head["ref"] else f"--tool {head['tool']}"
@@ -395,5 +403,6 @@ def render_catalog(result: Mapping[str, Any]) -> str:
     else:
         summary += " · coverage INCOMPLETE: " + ", ".join(coverage["reasons"])
     lines.append(summary)
+    lines += [f"  try: {hint['message']}" for hint in coverage.get("hints", [])]
     lines.append("recall one: query recall --scope <scope> --ref <ref>  (or --tool / --outcome)")
     return "\n".join(lines)

@@ -13,9 +13,11 @@ is listening on the index socket, and in-process otherwise (``--no-server`` forc
 output is the same either way.
 
 Output is human-readable on a terminal and the seed's JSON objects otherwise (``--json`` /
-``--text`` force either). Exit codes: 0 answered; 2 bad arguments or configuration; 3 the
-request was answered with an error (stale pointer, unknown or ambiguous session, missing
-address…); 4 nothing indexed yet; 1 the index is damaged or the query server failed.
+``--text`` force either). Exit codes (``store.exits``, shared with `pipeline`): 0 answered;
+1 the index is damaged or the query server failed; 2 bad arguments or configuration; 3 another
+`query serve` owns the socket (serve); 4 nothing indexed yet; 6 the request was answered with
+an error (stale pointer, unknown or ambiguous session, missing address…). A reader that closes
+stdout early (``| head``) ends the command quietly.
 """
 
 from __future__ import annotations
@@ -29,18 +31,24 @@ from typing import Any
 from query.args import OUTCOMES, QUERY_MATCHES, QUERY_MODES, ROLES, TOOL_FAMILIES
 from query.commands import add_mcp_parser, add_serve_parser
 from query.errors import InvalidArgument, QueryError
-from query.render import render
+from query.render import printable, render
 from query.timespec import TimeSpecError, parse_time
 from query.transport import Backend
 from store import jsonio
 from store.config import ConfigError, load_config
-from store.errors import SnapshotMissing, StoreError
+from store.errors import StoreError
+from store.exits import (
+    EXIT_ANSWERED_ERROR,
+    EXIT_FAILED,
+    EXIT_OK,
+    EXIT_USAGE,
+    exit_for_store_error,
+    quiet_on_closed_pipe,
+)
 from store.names import AGENTS, BRANCH_MODES
 from store.streams import print_file_names_as_bytes
 
 __all__ = ["main"]
-
-EXIT_OK, EXIT_DAMAGED, EXIT_USAGE, EXIT_REQUEST, EXIT_NO_INDEX = 0, 1, 2, 3, 4
 
 
 class _Usage(Exception):
@@ -75,6 +83,7 @@ def _parser() -> argparse.ArgumentParser:
         description="Search and read the sessiondex memory index (recall, expand, sessions).",
         epilog="Example: query recall 'flaky test' --scope project",
     )
+    p.add_argument("--version", action="version", version=f"sessiondex {_version()}")
     sub = p.add_subparsers(dest="command", required=True)
 
     rc = sub.add_parser(
@@ -158,7 +167,24 @@ def _parser() -> argparse.ArgumentParser:
 
     add_serve_parser(sub)
     add_mcp_parser(sub)
+
+    co = sub.add_parser(
+        "completion",
+        help="print a shell completion script for `query`",
+        epilog="Example: query completion bash > ~/.local/share/bash-completion/completions/query",
+    )
+    co.add_argument("shell", choices=("bash", "zsh", "tcsh"))
     return p
+
+
+def _version() -> str:
+    """The installed distribution's version (query may not import pipeline, which holds it)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("sessiondex")
+    except PackageNotFoundError:
+        return "(not installed: run `pip install -e .`)"
 
 
 def _range(text: str) -> dict[str, int]:
@@ -249,9 +275,36 @@ def _dump(result: dict[str, Any]) -> str:
     return jsonio.dumps(result).decode("utf-8")
 
 
+def _as_text(ns: argparse.Namespace) -> bool:
+    return bool(ns.text_output or (not ns.json and sys.stdout.isatty()))
+
+
+_SELECTORS = ("indices", "entryIds", "operationAddresses", "entryRange")
+
+
+def _whole_session(args: dict[str, Any], result: dict[str, Any]) -> bool:
+    """No entry was asked for, and the session has some."""
+    return (
+        "error" not in result
+        and not any(key in args for key in _SELECTORS)
+        and not result.get("entries")
+        and int(result.get("entryCount") or 0) > 0
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     print_file_names_as_bytes()
-    ns = _parser().parse_args(argv)
+    return quiet_on_closed_pipe(lambda: _main(argv))
+
+
+def _main(argv: Sequence[str] | None) -> int:
+    parser = _parser()
+    ns = parser.parse_args(argv)
+    if ns.command == "completion":
+        import shtab  # only when asked: generating a script is not on any hot path
+
+        sys.stdout.write(shtab.complete(parser, shell=ns.shell))
+        return EXIT_OK
     if ns.command in ("serve", "mcp"):
         run: Any = ns.run
         code: int = run(ns)
@@ -263,7 +316,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             if ns.command == "recall":
                 action, result = "memory.recall", engine.recall(_recall_args(ns), cwd=cwd)
             elif ns.command == "expand":
-                action, result = "memory.expand", engine.expand(_expand_args(ns), cwd=cwd)
+                expand_args = _expand_args(ns)
+                action, result = "memory.expand", engine.expand(expand_args, cwd=cwd)
+                if _as_text(ns) and _whole_session(expand_args, result):
+                    # `query expand FILE` for a person means "show me the session": read it
+                    # from its first entry (pages follow with `next`), not only its header.
+                    expand_args["entryRange"] = {"first": 0, "last": result["entryCount"] - 1}
+                    result = engine.expand(expand_args, cwd=cwd)
             elif ns.command == "sessions":
                 args: dict[str, Any] = {}
                 _put(args, "scope", ns.scope)
@@ -284,20 +343,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (_Usage, InvalidArgument, ConfigError) as exc:
         sys.stderr.write(f"query: {exc}\n")
         return EXIT_USAGE
-    except SnapshotMissing as exc:
+    except StoreError as exc:
         sys.stderr.write(f"query: {exc}\n")
-        return EXIT_NO_INDEX
-    except (StoreError, QueryError) as exc:
+        return exit_for_store_error(exc)
+    except QueryError as exc:
         sys.stderr.write(f"query: {exc}\n")
-        return EXIT_DAMAGED
-    as_text = ns.text_output or (not ns.json and sys.stdout.isatty())
-    if not as_text:
+        return EXIT_FAILED
+    if not _as_text(ns):
         text = _dump(result)
     elif action == "memory.catalog":
         from query.catalog import render_catalog
 
-        text = render_catalog(result)
+        text = printable(render_catalog(result))
     else:
-        text = render(action, result)
+        marked = ns.text if action == "memory.recall" and ns.mode != "regex" else None
+        text = render(action, result, query=marked)
     sys.stdout.write(text + "\n")
-    return EXIT_REQUEST if "error" in result else EXIT_OK
+    return EXIT_ANSWERED_ERROR if "error" in result else EXIT_OK

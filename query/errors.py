@@ -7,7 +7,7 @@ Two kinds of failure reach a caller, and they travel differently:
   violation, and the CLI exits 2;
 * a well-formed request the index cannot serve (a stale pointer, an ambiguous or unknown
   session, an address that is not there) is *answered*: the result object carries the seed's
-  ``error`` body, and the CLI exits 3.
+  ``error`` body, and the CLI exits 6 (``store.exits``).
 
 ``store.errors.SnapshotMissing`` (nothing indexed yet) passes through unchanged; the CLI
 turns it into exit 4 with the command to run.

@@ -95,6 +95,12 @@ _RANGE = {
     "description": "Inclusive range of entry indices.",
 }
 _EPOCH = {"type": "integer", "description": "Epoch milliseconds."}
+# As the CLI's --since / --until (query.timespec): epoch ms, an ISO date or time, or an age.
+_WHEN = {
+    "type": ["integer", "string"],
+    "description": "Epoch milliseconds, an ISO date or date-time (`2026-01-15`, "
+    "`2026-01-15T09:30:00Z`), or an age before now (`90s`, `30m`, `12h`, `7d`, `2w`).",
+}
 
 RECALL_SCHEMA: Final[dict[str, Any]] = {
     "type": "object",
@@ -144,8 +150,15 @@ RECALL_SCHEMA: Final[dict[str, Any]] = {
             "Codex exec_command alike; `mcp` any MCP tool (see memory_catalog).",
         },
         "agent": _AGENT,
-        "since": {**_EPOCH, "description": "Entries at or after this time (epoch ms)."},
-        "until": {**_EPOCH, "description": "Entries at or before this time (epoch ms)."},
+        "since": {
+            **_WHEN,
+            "description": "Entries at or after this time. " + str(_WHEN["description"]),
+        },
+        "until": {
+            **_WHEN,
+            "description": "Entries at or before this time (a date means its end). "
+            + str(_WHEN["description"]),
+        },
         "pageSize": {
             "type": "integer",
             "minimum": 1,
@@ -259,6 +272,118 @@ CATALOG_SCHEMA: Final[dict[str, Any]] = {
     "additionalProperties": False,
 }
 
+# Output schemas: the seed's result objects, loosely (extra keys allowed: the objects grow
+# by fields, and a client must not break on one). An answered failure carries ``error``.
+_OBJECT: Final[dict[str, Any]] = {"type": "object"}
+_TOKEN: Final[dict[str, Any]] = {
+    "type": ["object", "null"],
+    "properties": {"ref": {"type": "string"}, "args": {"type": "object"}},
+    "description": "A call token: call the tool `ref` names with `args` unchanged.",
+}
+_ERROR: Final[dict[str, Any]] = {
+    "type": "object",
+    "properties": {"code": {"type": "string"}, "message": {"type": "string"}},
+    "required": ["code", "message"],
+}
+_COVERAGE: Final[dict[str, Any]] = {
+    "type": "object",
+    "properties": {
+        "complete": {"type": "boolean"},
+        "indexedSessions": {"type": "integer"},
+        "eligibleSessions": {"type": "integer"},
+        "staleSessions": {"type": "integer"},
+        "incompleteSessions": {"type": "integer"},
+        "reasons": {"type": "array", "items": {"type": "string"}},
+        "notes": {"type": "array", "items": {"type": "string"}},
+        "hints": {"type": "array", "items": _OBJECT},
+    },
+    "required": ["complete", "reasons"],
+}
+
+
+def _output(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": {**properties, "error": _ERROR},
+        "anyOf": [{"required": required}, {"required": ["error"]}],
+    }
+
+
+RECALL_OUTPUT: Final = _output(
+    {
+        "total": {"type": "integer"},
+        "hits": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "kind": {"enum": ["entry", "session"]},
+                    "sessionId": {"type": "string"},
+                    "score": {"type": "number"},
+                    "snippet": {"type": "string"},
+                    "follow": _TOKEN,
+                },
+                "required": ["kind", "sessionId", "score", "follow"],
+            },
+        },
+        "next": _TOKEN,
+        "coverage": _COVERAGE,
+    },
+    ["total", "hits", "next", "coverage"],
+)
+EXPAND_OUTPUT: Final = _output(
+    {
+        "session": {"type": "string"},
+        "entryCount": {"type": "integer"},
+        "entries": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "index": {"type": "integer"},
+                    "text": {"type": "string"},
+                    "textRange": _OBJECT,
+                },
+                "required": ["index", "text", "textRange"],
+            },
+        },
+        "next": _TOKEN,
+    },
+    ["session", "entries"],
+)
+SESSIONS_OUTPUT: Final = _output(
+    {
+        "scope": {"type": "string"},
+        "branches": {"type": "string"},
+        "sessions": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "id": {"type": "string"},
+                    "file": {"type": "string"},
+                    "cwd": {"type": ["string", "null"]},
+                    "mtime": {"type": "integer"},
+                    "entryCount": {"type": "integer"},
+                    "firstPrompt": {"type": "string"},
+                    "counts": {"type": "object"},
+                },
+                "required": ["id", "file", "entryCount"],
+            },
+        },
+        "coverage": _COVERAGE,
+    },
+    ["sessions"],
+)
+CATALOG_OUTPUT: Final = _output(
+    {
+        "total": {"type": "integer"},
+        "agents": {"type": "array", "items": _OBJECT},
+        "coverage": _COVERAGE,
+    },
+    ["total", "agents", "coverage"],
+)
+
 _FOLLOW = (
     "Every call token in a result ({ref, args}: a hit's `follow`, a page's `next`) is followed "
     "by calling the tool it names (memory.recall → memory_recall, memory.expand → "
@@ -269,14 +394,22 @@ _FOLLOW = (
 class Tool:
     """One MCP tool: its action, schema and description."""
 
-    __slots__ = ("action", "description", "name", "op", "schema", "title")
+    __slots__ = ("action", "description", "name", "op", "output", "schema", "title")
 
     def __init__(
-        self, name: str, action: str, op: str, title: str, schema: dict[str, Any], text: str
+        self,
+        name: str,
+        action: str,
+        op: str,
+        title: str,
+        schema: dict[str, Any],
+        text: str,
+        output: dict[str, Any] | None = None,
     ) -> None:
         self.name, self.action, self.op, self.title = name, action, op, title
         self.schema = schema
         self.description = text
+        self.output = output
 
 
 TOOLS: Final = {
@@ -296,6 +429,7 @@ TOOLS: Final = {
             "`project` or `global` to look beyond the newest session; omit `query` and pass "
             "exact `ref`/`tool`/`outcome` filters (names from memory_catalog) to list "
             "operations, e.g. failed bash calls.",
+            RECALL_OUTPUT,
         ),
         Tool(
             "memory_expand",
@@ -310,6 +444,7 @@ TOOLS: Final = {
             "while `next` is not null call memory_expand with next.args to continue. An "
             "append to the session since the token was issued answers `stale_pointer`: "
             "search again.",
+            EXPAND_OUTPUT,
         ),
         Tool(
             "memory_sessions",
@@ -318,8 +453,10 @@ TOOLS: Final = {
             "List indexed sessions",
             SESSIONS_SCHEMA,
             "List the sessions a scope selects, newest first: id, file, cwd, mtime, entry "
-            "count and tier. Use a row's `file` as memory_expand's `session` or in scope "
+            "count and tier, and (where read) the first prompt and counts of prompts, tool "
+            "results and failures. Use a row's `file` as memory_expand's `session` or in scope "
             "`session:<file>` for memory_recall.",
+            SESSIONS_OUTPUT,
         ),
         Tool(
             "memory_catalog",
@@ -332,6 +469,7 @@ TOOLS: Final = {
             "outcomes, sessions and lastSeen (epoch ms), derived from typed session fields "
             "only. Pick an exact ref/tool (and outcome) here, then call memory_recall with "
             "it; each head's `follow` is that call. Scope defaults to `project`.",
+            CATALOG_OUTPUT,
         ),
     )
 }
@@ -412,6 +550,22 @@ def _fit_sessions(result: dict[str, Any]) -> dict[str, Any]:
     return {**result, "sessions": kept, "omittedSessions": total - len(kept)}
 
 
+def _times(args: Mapping[str, Any]) -> Mapping[str, Any]:
+    """``since`` / ``until`` in the CLI's forms (``7d``, ISO dates) become epoch ms."""
+    from query.timespec import TimeSpecError, parse_time
+
+    out: dict[str, Any] | None = None
+    for key in ("since", "until"):
+        value = args.get(key)
+        if isinstance(value, str):
+            try:
+                ms = parse_time(value, end_of_day=key == "until")
+            except TimeSpecError as exc:
+                raise InvalidArgument(f"{key}: {exc}") from None
+            out = {**(out or args), key: ms}
+    return args if out is None else out
+
+
 def call_tool(
     backend: Backend, name: str, arguments: Mapping[str, Any] | None, *, cwd: str
 ) -> tuple[dict[str, Any], bool]:
@@ -422,7 +576,7 @@ def call_tool(
     if tool is None:
         return _problem("unknown_tool", f"no tool {name!r}; tools: {', '.join(TOOLS)}"), True
     try:
-        args = _paths_back(_unwrap(tool, arguments or {}))
+        args = _times(_paths_back(_unwrap(tool, arguments or {})))
         runner = getattr(backend, tool.op)
         result: dict[str, Any] = runner(args, cwd=cwd)
     except InvalidArgument as exc:
@@ -453,6 +607,7 @@ def build_server(backend: Backend, *, cwd: str | None = None) -> Server[Any]:
             title=t.title,
             description=t.description,
             input_schema=t.schema,
+            output_schema=t.output,
             annotations=types.ToolAnnotations(
                 title=t.title,
                 read_only_hint=True,

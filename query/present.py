@@ -10,8 +10,9 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Final
 
 from query.args import RESPONSE_MAX_CHARS
 from query.search import EntryItem, Item, Plan, SessionItem
@@ -27,28 +28,87 @@ def wire_score(score: float) -> float | int:
     return int(score) if score.is_integer() else score
 
 
-def _anchor(text: str, plan: Plan) -> int:
-    """Where the snippet window is centred (UTF-16 units), per the seed's rule."""
+# Occurrences looked at per term: enough to find the densest window of a long tool output
+# without scanning a megabyte-sized entry once per occurrence.
+_MAX_OCCURRENCES: Final = 256
+
+
+def _occurrences(normalized: str, term: str) -> list[int]:
+    """Where *term* starts in *normalized* as a whole token (code points), at most a few
+    hundred. A term of word characters only counts where no word character touches it, so
+    ``test`` is not found inside ``latest``; a CJK bigram term has no such boundary."""
+    out: list[int] = []
+    bounded_word = term.isascii()
+    at = normalized.find(term)
+    end = len(term)
+    while at >= 0 and len(out) < _MAX_OCCURRENCES:
+        before = normalized[at - 1] if at > 0 else " "
+        after = normalized[at + end] if at + end < len(normalized) else " "
+        if not bounded_word or not (_wordish(before) or _wordish(after)):
+            out.append(at)
+        at = normalized.find(term, at + 1)
+    return out
+
+
+def _wordish(ch: str) -> bool:
+    return ch.isalnum() or ch == "_"
+
+
+def _best_window(normalized: str, terms: Sequence[str], width: int) -> int | None:
+    """The start (code points) of the first occurrence in the window of *width* that holds
+    the most distinct query terms, then the most occurrences: the passage that best explains
+    the match, where the seed anchored on the first hit of the longest term (which a long
+    tool output often holds only in passing, far from the passage that matched)."""
+    hits = sorted((at, t) for t in terms for at in _occurrences(normalized, t))
+    if not hits:
+        return None
+    best: tuple[int, int, int] | None = None  # (distinct, occurrences, -start)
+    counts: Counter[str] = Counter()
+    lo = 0
+    for hi, (at, term) in enumerate(hits):
+        counts[term] += 1
+        while at - hits[lo][0] > width:
+            counts[hits[lo][1]] -= 1
+            if not counts[hits[lo][1]]:
+                del counts[hits[lo][1]]
+            lo += 1
+        rank = (len(counts), hi - lo + 1, -hits[lo][0])
+        if best is None or rank > best:
+            best = rank
+    assert best is not None
+    return -best[2]
+
+
+def _anchor(text: str, plan: Plan, limit: int) -> int:
+    """Where the snippet window is anchored (UTF-16 units): the best-matching passage."""
     if plan.kind not in ("literal", "phrase"):
         return 0
     normalized = normalize_text(text)
     if plan.kind == "phrase":
         at = normalized.find(plan.phrase)
         return u16len(normalized[:at]) if at > 0 else 0
-    for term in sorted(plan.terms, key=lambda t: (-u16len(t), t)):
-        at = normalized.find(term)
-        if at >= 0:
-            return u16len(normalized[:at])
-    return 0
+    # the window's matched span may take two thirds of it: the lead third stays context
+    width = max(1, limit - limit // 3)
+    best = None
+    if len(normalized) != len(text):
+        # NFKC changed the length (ligatures, compatibility forms): an offset in it would land
+        # elsewhere in the raw text, so look in the merely lowercased text first
+        lowered = text.lower()
+        if len(lowered) == len(text):
+            best = _best_window(lowered, plan.terms, width)
+            if best is not None:
+                return u16len(text[:best])
+    best = _best_window(normalized, plan.terms, width)
+    return u16len(normalized[:best]) if best else 0
 
 
 def snippet(text: str, plan: Plan, limit: int) -> tuple[str, bool]:
-    """At most *limit* units of *text* around the first match; True when cut."""
+    """At most *limit* units of *text* around the best-matching passage; True when cut."""
     total = u16len(text)
     if total <= limit:
         return text, False
     lead = limit // 3
-    start = max(0, _anchor(text, plan) - lead)
+    start = max(0, _anchor(text, plan, limit) - lead)
     end = min(total, start + limit)
     if end - start < limit:
         start = max(0, end - limit)

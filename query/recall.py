@@ -34,7 +34,7 @@ from query.generation import (
 from query.postings import build_postings
 from query.present import page
 from query.regex import RegexRunner
-from query.scope import Listings, Resolved, resolve_scope
+from query.scope import Listings, Resolved, resolve_scope, widen_hints
 from query.search import DEFAULT_BUDGETS, Budgets, ColdScope, HotScope, Plan, plan_query, search
 from store.rankstats import entry_stats
 from store.records import NormalizedEntry, SessionState
@@ -491,6 +491,23 @@ def recall(
     }
     if result.error is not None:
         coverage["error"] = result.error
+    if not display_haystack and not hydrated and "max_entry_chars" not in reasons:
+        # Display text cut to maxEntryChars hides nothing from this search (it covers the
+        # complete text); say so apart from the reasons, which are gaps that can hide hits.
+        _, shown = _incomplete(searched, req.branches, display_haystack=True, hydrated=False)
+        if "max_entry_chars" in shown:
+            coverage["notes"] = ["max_entry_chars"]
+    hints = widen_hints(
+        gen,
+        resolved,
+        agent=req.agent,
+        branches=req.branches,
+        found=result.total,
+        cwd=req.cwd or cwd,
+        roots=roots,
+    )
+    if hints:
+        coverage["hints"] = hints
     request_args = req.canonical()
     if sole is not None:
         request_args.pop("cwd", None)

@@ -24,7 +24,7 @@ import time
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from query.args import Scope
 from query.changes import Batch, Changes
@@ -32,7 +32,7 @@ from query.generation import Generation, order_key
 from store.records import AGENTS, SessionState
 from store.sources import LINES_SUFFIX, OBJECT_SUFFIX, could_be_session_name, is_session_name
 
-__all__ = ["Listings", "Resolved", "Target", "resolve_scope", "resolve_target"]
+__all__ = ["Listings", "Resolved", "Target", "resolve_scope", "resolve_target", "widen_hints"]
 
 _CLAUDE_SLUG = re.compile(r"[^A-Za-z0-9]")
 STALE = "stale_session"
@@ -192,6 +192,46 @@ def _cwd_forms(cwd: str) -> list[str]:
     if real not in forms:
         forms.append(real)
     return forms
+
+
+_PROJECT_MARKERS: Final = (".git", ".hg", ".jj", ".svn")
+
+
+def _project_root(gen: Generation, cwd: str) -> str | None:
+    """The folder whose sessions make *cwd*'s project: the nearest folder at or above it
+    holding a version-control marker; failing that (a cwd from another machine), the nearest
+    one at or above it where sessions were started, never the home folder or ``/`` (every
+    folder is below those); failing that, None."""
+    home = os.path.expanduser("~")
+    folder = cwd
+    while folder != home or folder == cwd:  # a dotfiles repository in ~ is no project
+        if any(os.path.lexists(os.path.join(folder, m)) for m in _PROJECT_MARKERS):
+            return folder
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            break
+        folder = parent
+    folder = cwd
+    while folder not in (home, os.path.dirname(folder)):
+        if folder in gen.by_cwd:
+            return folder
+        folder = os.path.dirname(folder)
+    return None
+
+
+def project_roots(gen: Generation, forms: Sequence[str]) -> tuple[list[str], list[str]]:
+    """The project roots of the caller's cwd forms (as given, and its realpath), whose
+    sessions count with every folder below them, and the forms that found no root, whose
+    sessions count only where they were started (no project: only this folder)."""
+    roots: list[str] = []
+    exact: list[str] = []
+    for form in forms:
+        root = _project_root(gen, form)
+        if root is None:
+            exact.append(form)
+        elif root not in roots:
+            roots.append(root)
+    return roots, exact
 
 
 def _pi_dir(cwd: str) -> str:
@@ -478,10 +518,19 @@ def resolve_scope(
         return Resolved(scope, tuple(sessions), tuple(skipped), reasons)
     forms = _cwd_forms(cwd)
     seen: dict[str, SessionState] = {}
-    for form in forms:
-        for s in gen.by_cwd.get(form, []):
-            if agent is None or s.agent == agent:
-                seen[s.path] = s
+    if scope.kind == "project":
+        # from a subfolder of a project, the project's sessions (started at its root or in
+        # any folder below it), not only those started in this very folder
+        tops, exact = project_roots(gen, forms)
+        for folder, states in gen.by_cwd.items():
+            if folder in exact or any(folder == top or _under(folder, top) for top in tops):
+                seen.update((s.path, s) for s in states if agent is None or s.agent == agent)
+        forms = [*tops, *exact]
+    else:
+        for form in forms:
+            for s in gen.by_cwd.get(form, []):
+                if agent is None or s.agent == agent:
+                    seen[s.path] = s
     ordered = sorted(seen.values(), key=order_key)
     dirs = _project_dirs(gen, forms, agent)
     if scope.kind == "session":
@@ -504,3 +553,56 @@ def resolve_scope(
         return Resolved(scope, tuple(chosen), tuple(newer[:1]), reasons)
     unindexed = _skipped_in_project(gen, dirs, agent) + listings.unseen(gen, dirs, recursive=False)
     return Resolved(scope, tuple(ordered), tuple(unindexed), reasons)
+
+
+def widen_hints(
+    gen: Generation,
+    resolved: Resolved,
+    *,
+    agent: str | None,
+    branches: str,
+    found: int,
+    cwd: str | None = None,
+    roots: Iterable[Path] = (),
+) -> list[dict[str, Any]]:
+    """What would find more, when a default scope came back empty or hides content.
+
+    A bare "complete (0/0 sessions)" from a folder where no agent ran reads as "nothing was
+    ever said about it"; these say which wider request would look further, with its size.
+    Only for the implicit scopes (an explicit ``global`` or ``session:`` is what was asked).
+    """
+    hints: list[dict[str, Any]] = []
+    kind = resolved.scope.kind
+    if found == 0 and kind == "session" and cwd is not None:
+        project = resolve_scope(gen, Scope("project"), cwd=cwd, agent=agent, roots=roots)
+        if len(project.sessions) > len(resolved.sessions):
+            hints.append(
+                {
+                    "args": {"scope": "project"},
+                    "message": f"--scope project searches all {len(project.sessions)} "
+                    "sessions of this project (session scope: its newest one only)",
+                }
+            )
+    if found == 0 and not resolved.scope.explicit and kind in ("session", "project"):
+        everywhere = len(gen.ordered(agent))
+        if everywhere > len(resolved.sessions):
+            hints.append(
+                {
+                    "args": {"scope": "global"},
+                    "message": f"--scope global searches all {everywhere} indexed sessions "
+                    f"({kind} scope held {len(resolved.sessions)})",
+                }
+            )
+    if found == 0 and branches == "active":
+        hidden = sum(
+            1 for s in resolved.sessions if s.view("all").entry_count > s.view("active").entry_count
+        )
+        if hidden:
+            hints.append(
+                {
+                    "args": {"branches": "all"},
+                    "message": f"--branches all also searches the abandoned branches of "
+                    f"{hidden} sessions in scope",
+                }
+            )
+    return hints

@@ -973,11 +973,12 @@ def search(
         result.reasons.add("candidate_item_budget")
         total = budgets.items
     want = total if keep is None else min(total, max(keep, 0))
+    rank = _browse_rank if plan.kind == "browse" else _rank
     if want < total // 4:
         # nsmallest is sorted(...)[:want] by definition, in O(n log want)
-        result.items = heapq.nsmallest(want, items, key=_rank)
+        result.items = heapq.nsmallest(want, items, key=rank)
     else:
-        items.sort(key=_rank)
+        items.sort(key=rank)
         del items[want:]
         result.items = items
     result.total = total
@@ -986,6 +987,13 @@ def search(
 
 def _rank(item: Item) -> tuple[float, int, int, int, bytes]:
     return item.key()
+
+
+def _browse_rank(item: Item) -> tuple[float, int, int, int, bytes]:
+    """Browsing ("which bash calls failed last week") wants the newest first: sessions are
+    already newest first, so a session's entries go last to first."""
+    score, session, kind, index, path = item.key()
+    return (score, session, kind, -index, path)
 
 
 def _cold(

@@ -60,6 +60,7 @@ from query.transport import (
 )
 from store.config import Config
 from store.errors import SnapshotMissing, StoreError
+from store.exits import EXIT_BUSY
 from store.reader import read_current
 
 __all__ = ["AlreadyServing", "QueryServer", "ServeOptions"]
@@ -457,7 +458,7 @@ def run_serve(ns: Any) -> int:
         server.start()
     except AlreadyServing as exc:
         sys.stderr.write(f"query: {exc}\n")
-        return 3
+        return EXIT_BUSY
     except OSError as exc:
         sys.stderr.write(f"query: cannot serve {server.path}: {exc}\n")
         return 1

@@ -4,22 +4,60 @@ Each row names the session (``agent:id``), its file, cwd, mtime (epoch ms), entr
 tier in the requested branch mode, plus its lineage fingerprint. ``limit`` bounds the list
 only. ``coverage`` appears, as in the seed, only when the listing is not the whole truth:
 sessions changed or gone since indexing, eligible files that are not indexed, index-wide
-budget reasons.
+budget reasons, or when the scope is empty and a wider one is not (``hints``).
+
+Each row also carries the session's first user prompt (``firstPrompt``, bounded) and
+``counts`` (prompts, tool results, failed ones), so a list of sessions reads as what they
+were; a cold row has them only when it is among the first few and small (its entries are a
+record read from disk).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from query.args import SessionsRequest
 from query.freshness import Freshness
-from query.generation import Generation
+from query.generation import Generation, RecordUnavailable
 from query.recall import STALE_REASON
-from query.scope import resolve_scope
+from query.scope import resolve_scope, widen_hints
+from query.u16 import bounded
+from store.records import NormalizedEntry, SessionState
 
-__all__ = ["sessions"]
+__all__ = ["glance", "sessions"]
+
+PROMPT_CHARS: Final = 160
+# A cold session's entries are a record read from disk: only the first few rows of a listing
+# pay for one, and only when it is small; a row without ``firstPrompt`` simply did not look.
+_COLD_PROMPT_READS: Final = 10
+_COLD_PROMPT_BYTES: Final = 4 << 20
+
+
+def glance(
+    gen: Generation, state: SessionState, branches: str
+) -> tuple[str | None, dict[str, int]] | None:
+    """The first thing a person typed in the session, on one line, and what happened in it
+    (prompts, tool results, failed ones), from typed fields only; None when unreadable."""
+    try:
+        if state.tier == "hot":
+            entries: Sequence[NormalizedEntry] = gen.hot_shard(state, branches).entries
+        else:
+            entries = gen.entries(state, branches)
+    except RecordUnavailable:
+        return None
+    prompt: str | None = None
+    prompts = results = failed = 0
+    for e in entries:
+        if e.role == "user" and e.tool is None:
+            prompts += 1
+            if prompt is None and e.text.strip():
+                prompt = bounded(" ".join(e.text.split()), PROMPT_CHARS)
+        if e.outcome is not None:
+            results += 1
+            failed += e.outcome == "failed"
+    return prompt, {"prompts": prompts, "toolResults": results, "failed": failed}
 
 
 def sessions(
@@ -37,8 +75,15 @@ def sessions(
         out["error"] = resolved.error
         return out
     rows: list[dict[str, Any]] = []
+    cold_reads = 0
     for state in resolved.sessions[: req.limit]:
         view = state.view(req.branches)
+        seen = None
+        if state.tier == "hot" or (
+            cold_reads < _COLD_PROMPT_READS and state.entries_bytes <= _COLD_PROMPT_BYTES
+        ):
+            cold_reads += state.tier != "hot"
+            seen = glance(gen, state, req.branches)
         rows.append(
             {
                 "id": f"{state.agent}:{state.session_id}",
@@ -52,6 +97,11 @@ def sessions(
                 "lineageFingerprint": view.lineage_fingerprint,
             }
         )
+        if seen is not None:
+            prompt, counts = seen
+            if prompt is not None:
+                rows[-1]["firstPrompt"] = prompt
+            rows[-1]["counts"] = counts
     out["sessions"] = rows
     reasons = set(resolved.index_reasons)
     stale = 0
@@ -71,13 +121,18 @@ def sessions(
     for u in resolved.unindexed:
         reasons.add(u.reason)
         stale += u.stale
-    if reasons:
+    hints = widen_hints(
+        gen, resolved, agent=req.agent, branches=req.branches, found=len(resolved.sessions)
+    )
+    if reasons or hints:
         out["coverage"] = {
-            "complete": False,
+            "complete": not reasons,
             "indexedSessions": len(resolved.sessions),
             "eligibleSessions": len(resolved.sessions) + len(resolved.unindexed),
             "staleSessions": stale,
             "incompleteSessions": incomplete,
             "reasons": sorted(reasons),
         }
+        if hints:
+            out["coverage"]["hints"] = hints
     return out

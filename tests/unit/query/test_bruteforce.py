@@ -135,7 +135,9 @@ def reference(
     reasons: set[str] = set()
 
     def key_entry(score: float, s: SessionState, e: NormalizedEntry) -> tuple[Any, ...]:
-        return (-score, -s.mtime_ns, 0, e.index, code_units(s.path), "entry", s.session_id)
+        # browsing lists each session's entries newest first (issue 20)
+        index = -e.index if not text else e.index
+        return (-score, -s.mtime_ns, 0, index, code_units(s.path), "entry", s.session_id)
 
     hot = [(s, es) for s, es in sessions if single or s.tier == "hot"]
     cold = [(s, es) for s, es in sessions if not single and s.tier != "hot"]
@@ -249,7 +251,7 @@ def expected_rows(exp: Expected) -> list[tuple[Any, ...]]:
     for item in exp.ranked:
         score = -item[0]
         if item[5] == "entry":
-            rows.append(("entry", f"pi:{item[6]}", item[3], score))
+            rows.append(("entry", f"pi:{item[6]}", abs(item[3]), score))
         else:
             rows.append(("session", f"pi:{item[6]}", score, item[7], item[8]))
     return rows

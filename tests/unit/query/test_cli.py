@@ -95,7 +95,7 @@ def test_exit_codes(indexed: Kit, capsys: pytest.CaptureFixture[str], tmp_path: 
     code, _, err = run(indexed, capsys, "expand", "s", "--range", "3")
     assert code == 2 and "FIRST:LAST" in err
     code, out, _ = run(indexed, capsys, "expand", "nobody", "--indices", "0", "--json")
-    assert code == 3 and as_json(out)["error"]["code"] == "session_not_found"
+    assert code == 6 and as_json(out)["error"]["code"] == "session_not_found"
     empty = Kit(tmp_path / "empty")
     code, _, err = run(empty, capsys, "recall", "x")
     assert code == 4 and "pipeline run --once" in err

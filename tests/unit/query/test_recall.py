@@ -161,7 +161,7 @@ def test_structural_filters_force_unit_weights_and_keep_only_typed_matches(kit: 
     kit.session("s", records)
     kit.build()
     grep = kit.recall(tool="grep", scope="session")
-    assert indices(grep) == [1, 2]
+    assert indices(grep) == [2, 1]  # browsing: newest first
     assert all(h["tool"] == "grep" and h["score"] == 1 for h in grep["hits"])
     assert indices(kit.recall(role="user", scope="session")) == [0]
     combined = kit.recall(query="flaky", tool="read", scope="session")
@@ -175,7 +175,7 @@ def test_browse_keeps_every_candidate_for_paging(kit: Kit) -> None:
     first = kit.recall(scope="session", pageSize=7)
     assert first["total"] == 30
     seen = [h["index"] for p in follow_all(kit, first) for h in p["hits"]]
-    assert seen == list(range(30))
+    assert seen == list(range(29, -1, -1))  # browsing lists the newest entry first
     assert {h["score"] for h in first["hits"]} == {0}
 
 
@@ -183,7 +183,7 @@ def test_since_until_are_inclusive(kit: Kit) -> None:
     kit.session("s", chat("s", "a0", "a1", "a2", "a3"))
     kit.build()
     page = kit.recall(scope="session", since=T0 + 1, until=T0 + 2)
-    assert indices(page) == [1, 2]
+    assert indices(page) == [2, 1]
     assert {h["score"] for h in page["hits"]} == {1}  # a time filter is a structural filter
 
 

@@ -29,7 +29,10 @@ def test_rows_are_newest_first_with_tiers_counts_and_fingerprints(kit: Kit) -> N
         "tier": "hot",
         "branches": "active",
         "lineageFingerprint": first["lineageFingerprint"],
+        "firstPrompt": "a",  # what the person typed first (issue 20)
+        "counts": {"prompts": 2, "toolResults": 0, "failed": 0},
     }
+    assert second["firstPrompt"] == "a"  # a small cold session is read for it too
     assert re.fullmatch(r"[0-9a-f]{64}", first["lineageFingerprint"])
     assert (second["id"], second["tier"]) == ("pi:o", "cold")
     assert [s["id"] for s in kit.sessions(scope="project", limit=1)["sessions"]] == ["pi:n"]
