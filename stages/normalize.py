@@ -29,6 +29,7 @@ from stages.lineage import Lineage
 from stages.normalized import EntryMemo, NormalizeResult
 from stages.pi.normalize import normalize_pi
 from stages.policy import Policy
+from stages.redaction import redact_entries
 from stages.source import SourceSession
 
 __all__ = ["cut_text", "normalize"]
@@ -60,12 +61,14 @@ def normalize(
     and Codex normalizers; Pi's ignores it, as Pi appends take a tail reader instead.
     """
     result = _normalizer(session.agent)(session, lineage, policy, memo=memo)
+    # The one place every agent's entries pass: credentials go here, before anything is stored.
+    redacted = redact_entries(result.entries, policy, memo)
     if memo is not None:
-        entries = tuple(memo.at(entry, index) for index, entry in enumerate(result.entries))
+        entries = tuple(memo.at(entry, index) for index, entry in enumerate(redacted))
     else:
         entries = tuple(
             entry if entry.index == index else replace(entry, index=index)
-            for index, entry in enumerate(result.entries)
+            for index, entry in enumerate(redacted)
         )
     reasons = set(result.reasons) | duplicate_reasons(entries)
     return NormalizeResult(entries=entries, reasons=tuple(sorted(reasons)))

@@ -89,9 +89,12 @@ class NormalizedEntry:
     carrier_parent_id: str | None = None
     carrier_from_id: str | None = None
     sidechain: bool = False
+    # Credentials redacted from this entry (store.redact), in text order: (kind, fingerprint),
+    # never the value. Written only when set, so other entries keep their bytes.
+    redactions: tuple[tuple[str, str], ...] = ()
 
     def to_wire(self) -> Wire:
-        return [
+        wire: list[Any] = [
             self.index,
             self.entry_id,
             self.parent_id,
@@ -120,6 +123,9 @@ class NormalizedEntry:
             self.carrier_from_id,
             self.sidechain,
         ]
+        if self.redactions:
+            wire.append([list(r) for r in self.redactions])
+        return wire
 
     @classmethod
     def from_wire(cls, w: Wire) -> NormalizedEntry:
@@ -127,6 +133,7 @@ class NormalizedEntry:
             w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7], w[8], w[9], w[10], w[11], w[12],
             w[13], w[14], w[15], w[16], w[17], w[18], tuple(w[19]), w[20], w[21], w[22], w[23],
             w[24], w[25], w[26],
+            tuple((r[0], r[1]) for r in w[27]) if len(w) > 27 else (),
         )  # fmt: skip
 
 
