@@ -185,7 +185,7 @@ def load_rules(disabled: Iterable[str] = ()) -> tuple[tuple[Rule, ...], tuple[_A
             rules.append(
                 Rule(
                     id=r["id"],
-                    kind=r["id"].replace("-", "_"),
+                    kind=r.get("kind", r["id"].replace("-", "_")),
                     regex=_compile(pattern),
                     prefix=prefix,
                     keywords=tuple(k.lower() for k in r["keywords"]),
@@ -213,6 +213,8 @@ def _widen(text: str, start: int, limit: int) -> int:
     at = start
     while at > 0 and start - at < limit and (text[at - 1].isalnum() or text[at - 1] in "_.-"):
         at -= 1
+    if at > 0 and text[at - 1] == "\\" and text[at] in "nrt":
+        at += 1  # "\\nNAME=" in JSON-rendered text: the name starts after the escape
     return at
 
 
@@ -318,6 +320,11 @@ class Redactor:
         candidates = self._candidates(text)
         if not candidates:
             return []
+        original = text
+        if '\\"' in text:
+            # JSON inside text (a normalizer's rendering of tool arguments) escapes quotes;
+            # the rules expect bare ones. Same length, so every span stays where it is.
+            text = text.replace('\\"', ' "')
         spans: list[tuple[int, int, str]] = []
         for i, at in sorted(candidates.items()):
             rule = self._rules[i]
@@ -340,7 +347,7 @@ class Redactor:
                     if _allowed(self._global, secret, whole, line):
                         continue
                 spans.append((start, end, rule.kind))
-        return _merge(text, spans)
+        return _merge(original, spans)
 
     def redact(self, text: str) -> tuple[str, tuple[Finding, ...]]:
         """*text* with every credential replaced by its placeholder, and the findings (their
