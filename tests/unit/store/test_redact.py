@@ -1,0 +1,92 @@
+"""store.redact: every planted kind per rule, look-alikes untouched, and fuzzed properties."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from stages.policy import Policy
+from store.redact import PLACEHOLDER, Redactor, fingerprint_of, redactor, translate
+from tests.secret_samples import PLANTED, lookalikes
+
+R = redactor()
+
+
+@pytest.mark.parametrize("kind", sorted(PLANTED))
+def test_each_planted_kind_is_found_by_its_rule(kind: str) -> None:
+    text, value = PLANTED[kind]
+    out, found = R.redact(text)
+    assert [f.kind for f in found] == [kind]
+    assert f"[REDACTED:{kind}]" in out and value not in out
+    assert found[0].fingerprint == fingerprint_of(text[found[0].start : found[0].end])
+
+
+@pytest.mark.parametrize("kind", sorted(PLANTED))
+def test_a_planted_kind_is_found_inside_json_rendered_arguments(kind: str) -> None:
+    import orjson
+
+    text, value = PLANTED[kind]
+    rendered = "Tool: bash(" + orjson.dumps({"command": f"echo {text}"}).decode() + ")"
+    out, found = R.redact(rendered)
+    assert found and value[:12] not in out
+
+
+def test_look_alikes_are_left_alone() -> None:
+    sample = lookalikes(50)
+    redacted = [t for t in sample if R.find(t)]
+    assert redacted == []
+
+
+def test_a_placeholder_is_not_a_credential() -> None:
+    text = "key = [REDACTED:generic_api_key] and AWS [REDACTED:aws_access_token]"
+    assert R.find(text) == []
+
+
+def test_disabled_rules_are_not_run() -> None:
+    text, _ = PLANTED["github_pat"]
+    assert Redactor(["github-pat"]).find(text) == []
+    assert Redactor(["github-pat"]).fingerprint != R.fingerprint
+
+
+def test_the_rule_set_and_its_switches_are_in_the_policy() -> None:
+    on, off = Policy(), Policy(redact=False)
+    fewer = Policy(redact_disabled=("generic-api-key",))
+    assert len({on.fingerprint(), off.fingerprint(), fewer.fingerprint()}) == 3
+    assert off.fingerprint().endswith(";redact:off")
+
+
+def test_mid_pattern_flags_are_scoped_as_re2_scopes_them() -> None:
+    assert translate(r"\b(p8e-(?i)[a-z0-9]{32})x") == r"\b(p8e-(?i:[a-z0-9]{32}))x"
+    assert translate(r"lin_api_(?i)[a-z0-9]{40}") == r"lin_api_(?i:[a-z0-9]{40})"
+    assert translate(r"(?:\s|\z)") == r"(?:\s|\Z)"
+
+
+def test_every_shipped_rule_compiles() -> None:
+    assert len(R.kinds) > 150
+
+
+_PLANTS = st.sampled_from(sorted(PLANTED.values()))
+_NOISE = st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=80)
+
+
+@settings(max_examples=150, deadline=None)
+@given(before=_NOISE, plant=_PLANTS, after=_NOISE)
+def test_no_part_of_a_planted_secret_survives(
+    before: str, plant: tuple[str, str], after: str
+) -> None:
+    planted, secret = plant
+    text = before + "\n" + planted + "\n" + after
+    out, _ = R.redact(text)
+    # no long piece of the secret is left (a short one may be ordinary text around it)
+    for i in range(len(secret) - 16):
+        assert secret[i : i + 16] not in out
+    assert R.redact(out) == (out, ())
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(max_size=300))
+def test_redaction_never_crashes_and_is_idempotent(text: str) -> None:
+    out, found = R.redact(text)
+    assert len(PLACEHOLDER.findall(out)) >= len(found) or not found
+    assert R.redact(out)[0] == out
