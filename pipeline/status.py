@@ -27,6 +27,7 @@ from store.errors import SnapshotMissing, StoreError
 from store.journal import FileJournal
 from store.layout import IndexLayout
 from store.reader import open_snapshot
+from store.records import SessionEntries
 
 __all__ = ["Status", "collect_status", "render_status"]
 
@@ -56,6 +57,7 @@ class Status:
     skipped_sessions: list[dict[str, str]] = field(default_factory=list)
     agents: dict[str, int] = field(default_factory=dict)
     pipeline: dict[str, Any] = field(default_factory=dict)
+    redactions: dict[str, int] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
         def ratio(a: int, b: int) -> float | None:
@@ -76,6 +78,7 @@ class Status:
             "hot": self.hot,
             "cold": self.cold,
             "agents": dict(sorted(self.agents.items())),
+            "redactions": self.redactions,
             "sourceBytes": {**src, "total": src["hot"] + src["cold"]},
             "recordBytes": {**rec, "entries": self.entries_bytes, "lexicon": self.lexicon_bytes},
             "indexBytes": self.index_bytes,
@@ -236,7 +239,28 @@ def collect_status(config: Config) -> Status:
         status.skipped_sessions.append({"path": sk.path, "agent": sk.agent, "reason": sk.reason})
     status.new_sessions = sorted(p for p in live if p not in known)
     status.new = len(status.new_sessions)
+    status.redactions = _redactions(snapshot, manifest.sessions)
     return status
+
+
+def _redactions(snapshot: Any, sessions: Any) -> dict[str, int]:
+    """Credentials redacted at index time, by kind, over every session's active entries
+    (base record, then each delta in order, cut where a delta replaces entries)."""
+    counts: dict[str, int] = {}
+    for s in sessions:
+        entries: list[Any] = []
+        try:
+            for name in (s.entries_record, *s.entries_deltas):
+                view = snapshot.load(name, SessionEntries).view("active")
+                if view.replaces:
+                    del entries[len(entries) - view.replaces :]
+                entries.extend(view.entries)
+        except StoreError:
+            continue
+        for e in entries:
+            for kind, _ in e.redactions:
+                counts[kind] = counts.get(kind, 0) + 1
+    return dict(sorted(counts.items()))
 
 
 def _render_pipeline(p: dict[str, Any]) -> list[str]:
@@ -287,6 +311,8 @@ def render_status(status: Status) -> str:
         f"{d['incomplete']} incomplete",
         f"tiers       {d['hot']} hot, {d['cold']} cold; agents "
         + ", ".join(f"{k} {v}" for k, v in d["agents"].items()),
+        "redacted    "
+        + (", ".join(f"{k} {v}" for k, v in d["redactions"].items()) or "no credentials"),
         f"bytes       source {d['sourceBytes']['total']:,}; index {d['indexBytes']:,} "
         f"(hot ratio {ratio['hot']}, cold ratio {ratio['cold']} or {ratio['coldWithLexicon']} "
         f"with the cold lexicon, index ratio {ratio['index']})",

@@ -182,3 +182,13 @@ def test_reveal_refuses_a_changed_file(planted: Kit, tmp_path: Path) -> None:
         assert PLANTED["github_pat"][1] not in out
     finally:
         session.write_bytes(before)
+
+
+def test_pipeline_status_counts_redactions_by_kind(planted: Kit) -> None:
+    from pipeline.status import collect_status, render_status
+
+    status = collect_status(planted.config)
+    counts = status.as_dict()["redactions"]
+    for kind in KINDS:
+        assert counts.get(kind, 0) >= 3, kind
+    assert "redacted    " in render_status(status)
