@@ -192,3 +192,66 @@ def test_pipeline_status_counts_redactions_by_kind(planted: Kit) -> None:
     for kind in KINDS:
         assert counts.get(kind, 0) >= 3, kind
     assert "redacted    " in render_status(status)
+
+
+def _no_secret_in(blob: str) -> None:
+    for kind, (_, value) in PLANTED.items():
+        probe = value[40:80] if kind == "private_key" else value[:24]
+        assert probe not in blob, kind
+
+
+def test_the_server_has_no_secrets_or_reveal_operation() -> None:
+    from query.transport import OPS
+
+    assert not {"secrets", "reveal"} & set(OPS)
+
+
+def test_mcp_answers_with_placeholders_and_offers_no_audit_or_reveal(planted: Kit) -> None:
+    from query.mcp import TOOLS, call_tool
+    from query.transport import Backend
+
+    assert not [name for name in TOOLS if "secret" in name or "reveal" in name]
+    with Backend(planted.config, server="off") as backend:
+        page, bad = call_tool(backend, "memory_recall", {"query": "user says", "scope": "global",
+                                                         "pageSize": 50}, cwd=CWD)  # fmt: skip
+        assert not bad and page["total"] > 0
+        blob = orjson.dumps(page).decode()
+        for hit in page["hits"]:
+            got, bad = call_tool(backend, "memory_expand", hit["follow"]["args"], cwd=CWD)
+            assert not bad
+            blob += orjson.dumps(got).decode()
+        _no_secret_in(blob)
+        assert "[REDACTED:" in blob
+        session = str(next(planted.pi.root.rglob("s-github_pat.jsonl")))
+        refused, bad = call_tool(
+            backend, "memory_expand", {"session": session, "indices": [0], "reveal": True}, cwd=CWD
+        )
+        assert bad and refused["error"]["code"] == "invalid_argument"
+
+
+def test_the_python_client_answers_with_placeholders(planted: Kit) -> None:
+    from query.client import Memory
+
+    memory = Memory(planted.config, cwd=CWD, server="off")
+    page = memory.recall_raw(query="user says", scope="global", pageSize=50)
+    blob = orjson.dumps(page).decode()
+    for hit in page["hits"]:
+        blob += orjson.dumps(memory.expand_raw(hit["follow"]["args"])).decode()
+    _no_secret_in(blob)
+    assert not hasattr(memory, "reveal") and not hasattr(memory, "secrets")
+
+
+def test_cold_digests_and_the_lexicon_hold_no_secret(tmp_path: Path) -> None:
+    kit = Kit(tmp_path / "cold", hotSessions=0)
+    for kind, (text, _) in PLANTED.items():
+        kit.session(f"s-{kind}", _pi_records(kind, text))
+    kit.build()
+    assert kit.engine.refresh().lexicon() is not None
+    blobs = b"".join(_index_bytes(kit.pi.index)).lower()
+    for kind, (_, value) in PLANTED.items():
+        for token in value.replace("-", " ").replace("_", " ").split():
+            if len(token) >= 12:
+                assert token.lower().encode() not in blobs, kind
+    page = kit.recall(query="redacted github_pat", scope="global", queryMatch="all")
+    assert page["total"] == 1
+    kit.close()
