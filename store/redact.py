@@ -84,7 +84,7 @@ class Finding:
 @dataclass(frozen=True, slots=True)
 class _Allow:
     target: str  # "secret", "match" or "line"
-    regexes: tuple[re.Pattern[str], ...]
+    patterns: tuple[str, ...]
     stopwords: tuple[str, ...]
     both: bool  # condition AND: a regex and a stopword must both hold
 
@@ -95,7 +95,7 @@ class Rule:
 
     id: str
     kind: str
-    regex: re.Pattern[str]
+    pattern: str
     keywords: tuple[str, ...]
     secret_group: int
     entropy: float
@@ -104,6 +104,12 @@ class Rule:
     # only moves the match start (which an allowlist of target "match" reads), so it is cut
     # from the regex, which then starts at the keyword, and added back by ``_widen``.
     prefix: int = 0
+    # Every match starts with a keyword (``anchored``): tried only where one starts.
+    at_keyword: bool = False
+
+    @property
+    def regex(self) -> re.Pattern[str]:
+        return _compile(self.pattern)
 
 
 def _group_end(pattern: str, start: int) -> int:
@@ -145,11 +151,14 @@ def translate(pattern: str) -> str:
         pattern = f"{pattern[:at]}(?i:{pattern[at + 4 : end]}){pattern[end:]}"
 
 
+@lru_cache(maxsize=None)
 def _compile(pattern: str) -> re.Pattern[str]:
+    """Compiled on first use: most rules never see their keyword, and compiling all of them
+    would cost every worker process a quarter of a second at start."""
     with warnings.catch_warnings():
         # "Possible nested set": RE2 reads "[[" in a class as a literal "[", and so does re.
         warnings.simplefilter("ignore", FutureWarning)
-        return re.compile(translate(pattern))
+        return re.compile(pattern)
 
 
 def _allows(raw: Iterable[Mapping[str, Any]]) -> tuple[_Allow, ...]:
@@ -160,7 +169,7 @@ def _allows(raw: Iterable[Mapping[str, Any]]) -> tuple[_Allow, ...]:
         out.append(
             _Allow(
                 target=a.get("regexTarget", "secret"),
-                regexes=tuple(_compile(r) for r in a.get("regexes", ())),
+                patterns=tuple(translate(r) for r in a.get("regexes", ())),
                 stopwords=tuple(s.lower() for s in a.get("stopwords", ())),
                 both=a.get("condition", "OR") == "AND",
             )
@@ -182,13 +191,15 @@ def load_rules(disabled: Iterable[str] = ()) -> tuple[tuple[Rule, ...], tuple[_A
             if r["id"] in off or "regex" not in r or not r.get("keywords"):
                 continue
             pattern, prefix = _strip_prefix(r["regex"])
+            keywords = tuple(k.lower() for k in r["keywords"])
             rules.append(
                 Rule(
                     id=r["id"],
                     kind=r.get("kind", r["id"].replace("-", "_")),
-                    regex=_compile(pattern),
+                    pattern=translate(pattern),
                     prefix=prefix,
-                    keywords=tuple(k.lower() for k in r["keywords"]),
+                    at_keyword=bool(prefix) or anchored(translate(pattern), keywords),
+                    keywords=keywords,
                     secret_group=int(r.get("secretGroup", 0)),
                     entropy=float(r.get("entropy", 0.0)),
                     allows=_allows(r.get("allowlists", ())),
@@ -206,6 +217,83 @@ def _strip_prefix(pattern: str) -> tuple[str, int]:
     if body.startswith(_LAZY_PREFIX):
         return flags + body[len(_LAZY_PREFIX) :], 50
     return pattern, 0
+
+
+_OPENERS = ("(?i)", "(?i:", "(?:", "\\b", "(")
+_META = set(".^$*+?{}[]\\|()")
+
+
+def _literal_head(branch: str) -> str:
+    """The literal characters a regex branch starts with (escapes undone), lowercased."""
+    out: list[str] = []
+    i = 0
+    while i < len(branch):
+        c = branch[i]
+        if c == "\\" and i + 1 < len(branch) and not branch[i + 1].isalnum():
+            out.append(branch[i + 1])
+            i += 2
+            continue
+        if c in _META:
+            break
+        out.append(c)
+        i += 1
+    # A quantifier after the last literal makes that one optional.
+    if i < len(branch) and branch[i] in "*?{" and out:
+        out.pop()
+    return "".join(out).lower()
+
+
+def _branches(group: str) -> list[str]:
+    """The top-level alternatives of *group* (a pattern without its closing paren)."""
+    out: list[str] = []
+    depth = 0
+    start = 0
+    i = 0
+    in_class = False
+    while i < len(group):
+        c = group[i]
+        if c == "\\":
+            i += 2
+            continue
+        if in_class:
+            in_class = c != "]"
+        elif c == "[":
+            in_class = True
+        elif c == "(":
+            depth += 1
+        elif c == ")":
+            if depth == 0:
+                break
+            depth -= 1
+        elif c == "|" and depth == 0:
+            out.append(group[start:i])
+            start = i + 1
+        i += 1
+    out.append(group[start:i])
+    return out
+
+
+def anchored(pattern: str, keywords: tuple[str, ...]) -> bool:
+    """Whether every match of *pattern* starts with one of *keywords*, so that it need only
+    be tried where a keyword starts: the pattern, past leading ``\\b`` and groups that are
+    not optional, is an alternation of branches that each open with a keyword literally."""
+    head = pattern
+    while True:
+        if head.startswith("\\b") or head.startswith("(?i)"):
+            head = head[2 if head.startswith("\\b") else 4 :]
+            continue
+        opener = next((o for o in ("(?i:", "(?:", "(") if head.startswith(o)), None)
+        if opener is None or (opener == "(" and head.startswith("(?")):
+            break
+        close = _group_end(head, len(opener))
+        if head[close + 1 : close + 2] in ("?", "*", "{"):
+            return False  # an optional group: a match may start after it
+        head = head[len(opener) :]
+    for branch in _branches(head):
+        lit = _literal_head(branch)
+        if not any(lit.startswith(k) for k in keywords):
+            return False
+    return True
 
 
 def _widen(text: str, start: int, limit: int) -> int:
@@ -229,7 +317,7 @@ def shannon(value: str) -> float:
 def _allowed(allows: Iterable[_Allow], secret: str, match: str, line: str) -> bool:
     for a in allows:
         target = {"secret": secret, "match": match, "line": line}.get(a.target, secret)
-        hit_re = any(r.search(target) for r in a.regexes) if a.regexes else None
+        hit_re = any(_compile(r).search(target) for r in a.patterns) if a.patterns else None
         lowered = secret.lower()
         hit_sw = any(s in lowered for s in a.stopwords) if a.stopwords else None
         if a.both:
@@ -264,6 +352,10 @@ class Redactor:
         )
 
     @property
+    def rules(self) -> tuple[Rule, ...]:
+        return self._rules
+
+    @property
     def kinds(self) -> tuple[str, ...]:
         return tuple(sorted({r.kind for r in self._rules}))
 
@@ -290,28 +382,31 @@ class Redactor:
         """The rule's matches, looked for only where they can be: a match holds a keyword
         of its rule near its start (a prefix-cut rule's starts *at* the keyword), so only
         windows around keyword hits are searched. Without offsets, the whole text."""
-        if rule.prefix:
+        if rule.at_keyword:
+            regex = rule.regex
+            # Bounded, as gitleaks' generic value patterns backtrack a long way on a long
+            # run of word characters; no credential is longer than the bound.
+            bound = _ANCHORED if rule.prefix else _WINDOW
             done = -1
             for p in at:
                 if p < done:
                     continue
-                # Bounded, as gitleaks' generic value patterns backtrack a long way on a
-                # long run of word characters; no credential is longer than _ANCHORED.
-                m = rule.regex.match(text, p, p + _ANCHORED)
+                m = regex.match(text, p, p + bound)
                 if m is not None:
                     done = m.end()
                     yield m
             return
+        regex = rule.regex
         lo, hi = max(0, at[0] - _LOOKBACK), at[0] + _WINDOW
         for p in at[1:]:
             if p - _LOOKBACK <= hi:
                 hi = p + _WINDOW
                 continue
-            yield from rule.regex.finditer(text, lo, min(hi, len(text)))
+            yield from regex.finditer(text, lo, min(hi, len(text)))
             lo, hi = p - _LOOKBACK, p + _WINDOW
         # A window's end acts as the end of the text for "$": one reaching past the text
         # ends there anyway, and _WINDOW is longer than any credential the rules match.
-        yield from rule.regex.finditer(text, lo, min(hi, len(text)))
+        yield from regex.finditer(text, lo, min(hi, len(text)))
 
     def find(self, text: str) -> list[Finding]:
         """Non-overlapping credential spans of *text*, in order (overlaps are merged)."""
