@@ -28,7 +28,7 @@ import warnings
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache, lru_cache
 from importlib import resources
 from typing import Any
 
@@ -151,7 +151,7 @@ def translate(pattern: str) -> str:
         pattern = f"{pattern[:at]}(?i:{pattern[at + 4 : end]}){pattern[end:]}"
 
 
-@lru_cache(maxsize=None)
+@cache
 def _compile(pattern: str) -> re.Pattern[str]:
     """Compiled on first use: most rules never see their keyword, and compiling all of them
     would cost every worker process a quarter of a second at start."""
@@ -279,7 +279,7 @@ def anchored(pattern: str, keywords: tuple[str, ...]) -> bool:
     not optional, is an alternation of branches that each open with a keyword literally."""
     head = pattern
     while True:
-        if head.startswith("\\b") or head.startswith("(?i)"):
+        if head.startswith(("\\b", "(?i)")):
             head = head[2 if head.startswith("\\b") else 4 :]
             continue
         opener = next((o for o in ("(?i:", "(?:", "(") if head.startswith(o)), None)
