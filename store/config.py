@@ -213,6 +213,12 @@ def _privacy(table: Mapping[str, Any], where: str) -> PrivacyConfig:
     rules = table.get("disabledRules", [])
     if not isinstance(rules, list) or not all(isinstance(r, str) and r for r in rules):
         raise ConfigError(f"{where}: privacy.disabledRules must be a list of rule ids")
+    if rules:
+        from store.redact import rule_ids  # the rule files are read only when rules are named
+
+        unknown = sorted(set(rules) - rule_ids())
+        if unknown:
+            raise ConfigError(f"{where}: privacy.disabledRules names no rule {unknown[0]!r}")
     return PrivacyConfig(redact=redact, disabled_rules=tuple(sorted(set(rules))))
 
 

@@ -45,6 +45,7 @@ __all__ = [
     "load_rules",
     "placeholder",
     "redactor",
+    "rule_ids",
 ]
 
 # Names the rule files' versions: a change re-derives every record (it is in the policy).
@@ -175,6 +176,15 @@ def _allows(raw: Iterable[Mapping[str, Any]]) -> tuple[_Allow, ...]:
             )
         )
     return tuple(out)
+
+
+def rule_ids() -> frozenset[str]:
+    """Every rule id of the shipped rule files (what ``disabledRules`` may name)."""
+    ids: set[str] = set()
+    for name in _RULE_FILES:
+        data = tomllib.loads(resources.files("store.secret_rules").joinpath(name).read_text())
+        ids.update(r["id"] for r in data.get("rules", ()))
+    return frozenset(ids)
 
 
 def load_rules(disabled: Iterable[str] = ()) -> tuple[tuple[Rule, ...], tuple[_Allow, ...]]:
