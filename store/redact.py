@@ -49,7 +49,7 @@ __all__ = [
 ]
 
 # Names the rule files' versions: a change re-derives every record (it is in the policy).
-RULESET = "gitleaks-8.30.0-27-gb58d3f10+sessiondex-1"
+RULESET = "gitleaks-8.30.0-27-gb58d3f10+sessiondex-2"
 PLACEHOLDER = re.compile(r"\[REDACTED:([a-z0-9_]+)\]")
 _RULE_FILES = ("gitleaks.toml", "sessiondex.toml")
 # How far before its first keyword a match may start: every shipped rule's keyword is within
@@ -159,7 +159,8 @@ def _compile(pattern: str) -> re.Pattern[str]:
     with warnings.catch_warnings():
         # "Possible nested set": RE2 reads "[[" in a class as a literal "[", and so does re.
         warnings.simplefilter("ignore", FutureWarning)
-        return re.compile(pattern)
+        # RE2's \w, \d, \s and \b are ASCII-only; so are they here, as gitleaks means them.
+        return re.compile(pattern, re.ASCII)
 
 
 def _allows(raw: Iterable[Mapping[str, Any]]) -> tuple[_Allow, ...]:
@@ -309,7 +310,7 @@ def anchored(pattern: str, keywords: tuple[str, ...]) -> bool:
 def _widen(text: str, start: int, limit: int) -> int:
     """Where the cut ``[\\w.-]{0,limit}?`` prefix would have started the match."""
     at = start
-    while at > 0 and start - at < limit and (text[at - 1].isalnum() or text[at - 1] in "_.-"):
+    while at > 0 and start - at < limit and (text[at - 1].isascii() and text[at - 1].isalnum() or text[at - 1] in "_.-"):
         at -= 1
     if at > 0 and text[at - 1] == "\\" and text[at] in "nrt":
         at += 1  # "\\nNAME=" in JSON-rendered text: the name starts after the escape
