@@ -307,10 +307,14 @@ def anchored(pattern: str, keywords: tuple[str, ...]) -> bool:
     return True
 
 
+def _name_char(c: str) -> bool:
+    return (c.isascii() and c.isalnum()) or c in "_.-"
+
+
 def _widen(text: str, start: int, limit: int) -> int:
     """Where the cut ``[\\w.-]{0,limit}?`` prefix would have started the match."""
     at = start
-    while at > 0 and start - at < limit and (text[at - 1].isascii() and text[at - 1].isalnum() or text[at - 1] in "_.-"):
+    while at > 0 and start - at < limit and _name_char(text[at - 1]):
         at -= 1
     if at > 0 and text[at - 1] == "\\" and text[at] in "nrt":
         at += 1  # "\\nNAME=" in JSON-rendered text: the name starts after the escape
