@@ -5,9 +5,11 @@
 
 The rules are the gitleaks default rule collection (``secret_rules/gitleaks.toml``, MIT, kept
 as gitleaks ships it) plus a few of ours in the same format (``secret_rules/sessiondex.toml``)
-for what gitleaks leaves to code scanners' context: URLs with a password and ``NAME=value``
-environment assignments. A rule runs only on text holding one of its keywords, so the many
-rules cost one automaton pass over the lowercased text, and almost every entry stops there.
+for what gitleaks leaves to a repository scanner's context: URLs with a password, ``NAME=value``
+environment assignments, and private-key blocks a transcript cut short. A rule runs only on
+text holding one of its keywords, so the many rules cost one automaton pass over the
+lowercased text, and almost every entry stops there; a rule whose matches start with a
+keyword is tried only where one starts, the others only in a window around each.
 
 It lives in ``store`` for the reason the tokenizer does: the write side redacts before
 anything is stored, the query side finds the same values again to reveal them locally, and
@@ -52,12 +54,13 @@ __all__ = [
 RULESET = "gitleaks-8.30.0-27-gb58d3f10+sessiondex-2"
 PLACEHOLDER = re.compile(r"\[REDACTED:([a-z0-9_]+)\]")
 _RULE_FILES = ("gitleaks.toml", "sessiondex.toml")
-# How far before its first keyword a match may start: every shipped rule's keyword is within
-# a few characters of its match's start (checked by tests/unit/store/test_redact.py).
+# How far before a keyword the match of a rule not anchored at its keyword may start: those
+# rules' keywords sit within a few characters of the start (a URL scheme, a "\b(" group).
 _LOOKBACK = 64
 # How far after a keyword a window reaches: past the longest credential (a 4096-bit RSA key
 # block is about 3,300 characters; a window at its "-----BEGIN" holds it).
 _WINDOW = 4096
+# How far an anchored try of a prefix-cut (generic, assignment-shaped) rule may reach.
 _ANCHORED = 1024
 
 
@@ -383,20 +386,21 @@ class Redactor:
             return None
         if len(data) != len(text):
             found = _char_offsets(data, found)
-        hits: dict[int, list[int]] = {}
+        hits: dict[int, set[int]] = {}
         for kw, start, _ in found:
             for i in self._keywords[kw]:
                 at = hits.get(i)
                 if at is None:
-                    hits[i] = [start]
-                elif at[-1] != start:
-                    at.append(start)
-        return hits
+                    hits[i] = {start}
+                else:
+                    at.add(start)
+        # Overlapping matches come in order of their ends; windows need their starts in order.
+        return {i: sorted(at) for i, at in hits.items()}
 
     def _matches(self, rule: Rule, text: str, at: list[int]) -> Iterable[re.Match[str]]:
-        """The rule's matches, looked for only where they can be: a match holds a keyword
-        of its rule near its start (a prefix-cut rule's starts *at* the keyword), so only
-        windows around keyword hits are searched. Without offsets, the whole text."""
+        """The rule's matches, looked for only where they can be: tried at each keyword
+        start when every match starts with a keyword (``Rule.at_keyword``), else searched in
+        windows around the keyword starts *at* (sorted)."""
         if rule.at_keyword:
             regex = rule.regex
             # Bounded, as gitleaks' generic value patterns backtrack a long way on a long

@@ -91,3 +91,21 @@ def test_redaction_never_crashes_and_is_idempotent(text: str) -> None:
     out, found = R.redact(text)
     assert len(PLACEHOLDER.findall(out)) >= len(found) or not found
     assert R.redact(out)[0] == out
+
+
+def test_a_keyword_found_late_but_starting_early_still_opens_a_window() -> None:
+    # overlapping keyword matches come by their ends ("sk" before "sk_live"); starts are sorted
+    text, value = PLANTED["stripe_access_token"]
+    padded = "sk " * 50 + text
+    out, found = R.redact(padded)
+    assert [f.kind for f in found] == ["stripe_access_token"] and value not in out
+
+
+def test_rules_whose_matches_start_at_their_keyword_are_recognised() -> None:
+    from store.redact import anchored
+
+    assert anchored(r"\b((?:hvs\.[\w-]{90,120}|s\.(?i:[a-z0-9]{24})))", ("hvs.", "s."))
+    assert anchored(r"ghp_[0-9a-zA-Z]{36}", ("ghp_",))
+    assert not anchored(r"(?:https?://)?hooks.slack.com/x", ("hooks.slack.com",))
+    assert not anchored(r"\b(\d{15,16}(\||%)[0-9a-z]{27,40})", ("facebook",))
+    assert not anchored(r"(?:ab)?cd", ("ab",))
