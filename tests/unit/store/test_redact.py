@@ -89,7 +89,7 @@ def test_no_part_of_a_planted_secret_survives(
 @given(st.text(max_size=300))
 def test_redaction_never_crashes_and_is_idempotent(text: str) -> None:
     out, found = R.redact(text)
-    assert len(PLACEHOLDER.findall(out)) >= len(found) or not found
+    assert bool(PLACEHOLDER.search(out)) == bool(found) or PLACEHOLDER.search(text)
     assert R.redact(out)[0] == out
 
 
