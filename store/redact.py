@@ -43,6 +43,7 @@ __all__ = [
     "Finding",
     "Redactor",
     "Rule",
+    "clear_cut",
     "fingerprint_of",
     "load_rules",
     "placeholder",
@@ -538,6 +539,15 @@ def _merge(text: str, spans: list[tuple[int, int, str]]) -> list[Finding]:
         else:
             merged.append([start, end, kind])
     return [Finding(k, s, e, fingerprint_of(text[s:e])) for s, e, k in merged]
+
+
+def clear_cut(text: str, at: int) -> int:
+    """*at*, or the start of the credential that a cut of *text* at *at* would split (a
+    normalizer cutting long tool arguments calls this; what it keeps is redacted later)."""
+    for f in redactor().find(text[: at + _WINDOW]):
+        if f.start < at < f.end:
+            return f.start
+    return at
 
 
 @lru_cache(maxsize=4)

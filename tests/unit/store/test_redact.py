@@ -109,3 +109,15 @@ def test_rules_whose_matches_start_at_their_keyword_are_recognised() -> None:
     assert not anchored(r"(?:https?://)?hooks.slack.com/x", ("hooks.slack.com",))
     assert not anchored(r"\b(\d{15,16}(\||%)[0-9a-z]{27,40})", ("facebook",))
     assert not anchored(r"(?:ab)?cd", ("ab",))
+
+
+def test_a_cut_through_a_credential_moves_before_it() -> None:
+    from stages.common import summarize_args
+    from store.redact import clear_cut
+
+    text, value = PLANTED["github_pat"]
+    padded = "x" * 390 + " " + value + " tail"
+    assert clear_cut(padded, 400) == 391
+    assert clear_cut(padded, 380) == 380
+    summary = summarize_args({"command": padded})
+    assert summary.endswith("…") and value[:8] not in summary
