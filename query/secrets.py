@@ -178,6 +178,11 @@ def _values(data: bytes, wanted: set[str], redactor: Redactor) -> dict[str, str]
     decoded strings (how normalizers see them) and in its raw JSON text (how a normalizer's
     JSON rendering of tool arguments shows them, escapes and all)."""
     found: dict[str, str] = {}
+    whole: Any = None
+    with contextlib.suppress(orjson.JSONDecodeError):  # a Codex era-A rollout is one object
+        whole = orjson.loads(data)
+    if whole is not None:
+        _collect(list(_strings(whole)), wanted, redactor, found)
     for raw in data.splitlines():
         if len(found) == len(wanted):
             break
@@ -185,13 +190,17 @@ def _values(data: bytes, wanted: set[str], redactor: Redactor) -> dict[str, str]
         texts: list[str] = [line]
         with contextlib.suppress(orjson.JSONDecodeError):  # a torn line: its raw text only
             texts.extend(_strings(orjson.loads(raw)))
-        for text in texts:
-            for f in redactor.find(text):
-                value = text[f.start : f.end]
-                fp = fingerprint_of(value)
-                if fp in wanted:
-                    found.setdefault(fp, value)
+        _collect(texts, wanted, redactor, found)
     return found
+
+
+def _collect(texts: list[str], wanted: set[str], redactor: Redactor, found: dict[str, str]) -> None:
+    for text in texts:
+        for f in redactor.find(text):
+            value = text[f.start : f.end]
+            fp = fingerprint_of(value)
+            if fp in wanted:
+                found.setdefault(fp, value)
 
 
 def _strings(value: Any) -> Iterator[str]:

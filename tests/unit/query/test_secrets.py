@@ -255,3 +255,19 @@ def test_cold_digests_and_the_lexicon_hold_no_secret(tmp_path: Path) -> None:
     page = kit.recall(query="redacted github_pat", scope="global", queryMatch="all")
     assert page["total"] == 1
     kit.close()
+
+
+@pytest.mark.parametrize("agent", ["pi", "claude", "codex"])
+@pytest.mark.parametrize("kind", ["aws_access_token", "private_key", "generic_api_key"])
+def test_reveal_works_for_every_agent(planted: Kit, agent: str, kind: str) -> None:
+    value = PLANTED[kind][1]
+    _, out = _run(planted, "secrets", "--scope", "global")
+    row = next(
+        r
+        for r in json.loads(out)["findings"]
+        if r["kind"] == kind and r["session"].startswith(agent + ":")
+    )
+    last = max(row["entries"])
+    code, shown = _run(planted, "expand", row["file"], "--range", f"0:{last}", "--reveal")
+    assert code == 0, shown
+    assert value in "".join(e["text"] for e in json.loads(shown)["entries"])
