@@ -55,6 +55,8 @@ def policy_of(config: Config) -> Policy:
         index_tool_output=m.index_tool_output,
         max_cold_vocabulary_bytes=m.max_cold_vocabulary_bytes,
         max_cold_cache_bytes=m.max_cold_cache_bytes,
+        redact=config.privacy.redact,
+        redact_disabled=config.privacy.disabled_rules,
     )
 
 

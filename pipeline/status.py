@@ -29,6 +29,7 @@ from store.errors import SnapshotMissing, StoreError, free_bytes
 from store.journal import FileJournal
 from store.layout import IndexLayout
 from store.reader import open_snapshot
+from store.records import SessionEntries
 
 __all__ = ["DISPLAY_ONLY", "Status", "collect_status", "render_status"]
 
@@ -66,6 +67,7 @@ class Status:
     pipeline: dict[str, Any] = field(default_factory=dict)
     # (agent, writer version, record type) → [records, sessions]: what adapters do not know
     unknown: dict[tuple[str, str, str], list[int]] = field(default_factory=dict)
+    redactions: dict[str, int] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
         def ratio(a: int, b: int) -> float | None:
@@ -87,6 +89,7 @@ class Status:
             "hot": self.hot,
             "cold": self.cold,
             "agents": dict(sorted(self.agents.items())),
+            "redactions": self.redactions,
             "sourceBytes": {**src, "total": src["hot"] + src["cold"]},
             "recordBytes": {**rec, "entries": self.entries_bytes, "lexicon": self.lexicon_bytes},
             "indexBytes": self.index_bytes,
@@ -275,6 +278,7 @@ def collect_status(config: Config) -> Status:
         status.skipped_sessions.append({"path": sk.path, "agent": sk.agent, "reason": sk.reason})
     status.new_sessions = sorted(p for p in live if p not in known)
     status.new = len(status.new_sessions)
+    status.redactions = _redactions(snapshot, manifest.sessions)
     return status
 
 
@@ -287,6 +291,26 @@ def _disk(index_dir: Path, workers: list[dict[str, Any]]) -> dict[str, Any]:
     paused = any(w["state"] == "disk_full" for w in workers)
     full = paused or (free is not None and free < _LOW_DISK_BYTES)
     return {"freeBytes": free, "full": full, "paused": paused}
+
+
+def _redactions(snapshot: Any, sessions: Any) -> dict[str, int]:
+    """Credentials redacted at index time, by kind, over every session's active entries
+    (base record, then each delta in order, cut where a delta replaces entries)."""
+    counts: dict[str, int] = {}
+    for s in sessions:
+        entries: list[Any] = []
+        try:
+            for name in (s.entries_record, *s.entries_deltas):
+                view = snapshot.load(name, SessionEntries).view("active")
+                if view.replaces:
+                    del entries[len(entries) - view.replaces :]
+                entries.extend(view.entries)
+        except StoreError:
+            continue
+        for e in entries:
+            for kind, _ in e.redactions:
+                counts[kind] = counts.get(kind, 0) + 1
+    return dict(sorted(counts.items()))
 
 
 def _render_pipeline(p: dict[str, Any]) -> list[str]:
@@ -373,6 +397,8 @@ def render_status(status: Status) -> str:
         f"{d['incomplete']} incomplete",
         f"tiers       {d['hot']} hot, {d['cold']} cold; agents "
         + ", ".join(f"{k} {v}" for k, v in d["agents"].items()),
+        "redacted    "
+        + (", ".join(f"{k} {v}" for k, v in d["redactions"].items()) or "no credentials"),
         f"bytes       source {d['sourceBytes']['total']:,}; index {d['indexBytes']:,}"
         + _ratios(ratio),
     ]

@@ -3,6 +3,7 @@
     query recall [TEXT] [--scope S] [--mode M] [--match any|all] [filters…]   search
     query expand SESSION [--indices 1,2] [--entry-id ID] [--range a:b] …    read entries
     query sessions [--scope S] [--limit N]                                   list sessions
+    query secrets [--scope S]                  where credentials were redacted (local only)
     query call '<token json>'                                                run a follow/next
     query catalog [--scope S] [--agent A]                     capability heads seen in history
     query serve                                   the read-only query server on the index socket
@@ -136,6 +137,11 @@ def _parser() -> argparse.ArgumentParser:
     ex.add_argument("--entry-offset", type=int, help="continue from this selected entry")
     ex.add_argument("--text-offset", type=int, help="continue inside that entry (UTF-16 units)")
     ex.add_argument("--branches", choices=BRANCH_MODES)
+    ex.add_argument(
+        "--reveal",
+        action="store_true",
+        help="show redacted credentials, re-read from the session file (local only)",
+    )
     _common(ex)
 
     ss = sub.add_parser(
@@ -165,6 +171,16 @@ def _parser() -> argparse.ArgumentParser:
     ca.add_argument("--branches", choices=BRANCH_MODES)
     _common(ca)
 
+    se = sub.add_parser(
+        "secrets",
+        help="where credentials were redacted: session, entries, kind, fingerprint (local only)",
+        epilog="Example: query secrets --scope global",
+    )
+    se.add_argument("--scope", help="project (default), session, global or session:<id-or-path>")
+    se.add_argument("--agent", choices=AGENTS)
+    se.add_argument("--branches", choices=BRANCH_MODES)
+    _common(se)
+
     add_serve_parser(sub)
     add_mcp_parser(sub)
 
@@ -185,6 +201,34 @@ def _version() -> str:
         return version("sessiondex")
     except PackageNotFoundError:
         return "(not installed: run `pip install -e .`)"
+
+
+def _local(config: Any, ns: argparse.Namespace, cwd: str) -> tuple[str, dict[str, Any]]:
+    """`secrets` and `expand --reveal`: answered in this process only, never by a server."""
+    from query.args import parse_sessions
+    from query.engine import Engine
+    from query.secrets import reveal, secrets
+    from store.redact import redactor
+
+    with Engine(config) as engine:
+        gen = engine.refresh()
+        if ns.command == "secrets":
+            args: dict[str, Any] = {"scope": ns.scope or "project"}
+            _put(args, "agent", ns.agent)
+            _put(args, "branches", ns.branches)
+            req = parse_sessions(args)
+            return "memory.secrets", secrets(gen, req, cwd=cwd, roots=engine.roots)
+        result = engine.expand(_expand_args(ns), cwd=cwd)
+        found = reveal(
+            result,
+            gen,
+            ns.session,
+            branches=ns.branches or "active",
+            cwd=cwd,
+            roots=engine.roots,
+            redactor=redactor(config.privacy.disabled_rules),
+        )
+        return "memory.expand", found
 
 
 def _range(text: str) -> dict[str, int]:
@@ -313,7 +357,9 @@ def _main(argv: Sequence[str] | None) -> int:
         config = load_config(ns.config)
         cwd = os.path.abspath(ns.cwd) if ns.cwd else os.getcwd()
         with Backend(config, server="off" if ns.no_server else "auto") as engine:
-            if ns.command == "recall":
+            if ns.command == "secrets" or (ns.command == "expand" and ns.reveal):
+                action, result = _local(config, ns, cwd)
+            elif ns.command == "recall":
                 action, result = "memory.recall", engine.recall(_recall_args(ns), cwd=cwd)
             elif ns.command == "expand":
                 expand_args = _expand_args(ns)
@@ -355,6 +401,10 @@ def _main(argv: Sequence[str] | None) -> int:
         from query.catalog import render_catalog
 
         text = printable(render_catalog(result))
+    elif action == "memory.secrets":
+        from query.secrets import render_secrets
+
+        text = render_secrets(result)
     else:
         marked = ns.text if action == "memory.recall" and ns.mode != "regex" else None
         text = render(action, result, query=marked)

@@ -22,6 +22,7 @@ from typing import Any
 import orjson
 
 from store.records import NormalizedEntry
+from store.redact import clear_cut
 
 __all__ = [
     "ARGS_SUMMARY_SCALARS",
@@ -210,7 +211,12 @@ def summarize_args(args: object, max_scalars: int = ARGS_SUMMARY_SCALARS) -> str
     Pass only arguments that are present: an absent ``arguments`` key summarizes as ``""``
     at the call site (``JSON.stringify(undefined)``), while JSON null prints ``null``.
     """
-    text, cut = cut_text(json_compact(args), max_scalars)
+    full = clean_text(json_compact(args))
+    text, cut = cut_text(full, max_scalars)
+    if cut:
+        # A credential the cut would halve is left out whole: redaction cannot tell half a
+        # token from ordinary text (store.redact.clear_cut).
+        text = text[: clear_cut(full, len(text))]
     return f"{text}…" if cut else text
 
 

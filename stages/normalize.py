@@ -34,6 +34,7 @@ from stages.lineage import Lineage
 from stages.normalized import EntryMemo, NormalizeResult
 from stages.pi.normalize import normalize_pi
 from stages.policy import Policy
+from stages.redaction import redact_entries
 from stages.source import SourceSession
 from store.records import NormalizedEntry
 
@@ -75,12 +76,14 @@ def normalize(
     """
     result = _normalizer(session.agent)(session, lineage, policy, memo=memo)
     result = replace(result, entries=_subagent_marks(session, result.entries, memo))
+    # The one place every agent's entries pass: credentials go here, before anything is stored.
+    redacted = redact_entries(result.entries, policy, memo)
     if memo is not None:
-        entries = tuple(memo.at(entry, index) for index, entry in enumerate(result.entries))
+        entries = tuple(memo.at(entry, index) for index, entry in enumerate(redacted))
     else:
         entries = tuple(
             entry if entry.index == index else replace(entry, index=index)
-            for index, entry in enumerate(result.entries)
+            for index, entry in enumerate(redacted)
         )
     reasons = set(result.reasons) | duplicate_reasons(entries)
     if whole and not entries and (session.records or session.header is not None):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, replace
 
 from stages.source import SourceRecord
@@ -32,18 +32,31 @@ class EntryMemo:
     unique while its object lives). Bound to one policy: another policy forgets everything.
     """
 
-    __slots__ = ("_found", "_indexed", "_policy")
+    __slots__ = ("_derived", "_found", "_indexed", "_policy")
 
     def __init__(self) -> None:
         self._found: dict[Hashable, tuple[tuple[object, ...], tuple[NormalizedEntry, ...]]] = {}
         self._indexed: dict[int, tuple[NormalizedEntry, NormalizedEntry]] = {}
+        self._derived: dict[int, tuple[NormalizedEntry, NormalizedEntry]] = {}
         self._policy: object = None
 
     def bind(self, policy: object) -> None:
         if policy != self._policy:
             self._found.clear()
             self._indexed.clear()
+            self._derived.clear()
             self._policy = policy
+
+    def derived(
+        self, entry: NormalizedEntry, make: Callable[[NormalizedEntry], NormalizedEntry]
+    ) -> NormalizedEntry:
+        """``make(entry)``, made once per entry object (redaction, ``stages.redaction``)."""
+        found = self._derived.get(id(entry))
+        if found is not None and found[0] is entry:
+            return found[1]
+        made = make(entry)
+        self._derived[id(entry)] = (entry, made)
+        return made
 
     def at(self, entry: NormalizedEntry, index: int) -> NormalizedEntry:
         """*entry* with ``index`` set, the same object as last time when nothing moved (so

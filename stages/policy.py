@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from store.redact import RULESET
+
 __all__ = ["DERIVATION", "RANK_STATS_VERSION", "Policy"]
 
 
@@ -23,6 +25,8 @@ class Policy:
     index_tool_output: bool = True
     max_cold_vocabulary_bytes: int = 524_288
     max_cold_cache_bytes: int = 1_048_576
+    redact: bool = True
+    redact_disabled: tuple[str, ...] = ()
 
     def fingerprint(self) -> str:
         """A stable string naming this policy; records built under another are rebuilt."""
@@ -30,5 +34,13 @@ class Policy:
             f"entry:{self.max_entry_chars};thinking:{str(self.index_thinking).lower()};"
             f"tool-output:{str(self.index_tool_output).lower()};"
             f"vocab:{self.max_cold_vocabulary_bytes};cache:{self.max_cold_cache_bytes};"
-            f"derivation:{DERIVATION};rank:{RANK_STATS_VERSION}"
+            f"derivation:{DERIVATION};rank:{RANK_STATS_VERSION};redact:{self.redaction}"
         )
+
+    @property
+    def redaction(self) -> str:
+        """The rule set records are redacted with (its version and disabled rules), or off."""
+        if not self.redact:
+            return "off"
+        off = sorted(set(self.redact_disabled))
+        return RULESET + ("-" + ",".join(off) if off else "")

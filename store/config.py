@@ -16,6 +16,10 @@ errors naming the key; nothing is silently clamped.
     indexDir = "~/.local/state/sessiondex"
     hotSessions = 50
     ...
+
+    [privacy]                      # credential redaction at index time (store.redact)
+    redact = true
+    disabledRules = []             # rule ids, e.g. ["generic-api-key"]
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-__all__ = ["MEMORY_KEYS", "Config", "ConfigError", "MemoryConfig", "load_config"]
+__all__ = ["MEMORY_KEYS", "Config", "ConfigError", "MemoryConfig", "PrivacyConfig", "load_config"]
 
 KIB = 1024
 MIB = 1024 * KIB
@@ -111,12 +115,22 @@ class MemoryConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class PrivacyConfig:
+    """``[privacy]``: redaction is on unless ``redact = false``; ``disabledRules`` names rule
+    ids (gitleaks' and ours, see ``store.redact``) left out. Both are in the cache policy."""
+
+    redact: bool = True
+    disabled_rules: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class Config:
     """Resolved configuration. ``roots`` maps agent → absolute root (may not exist)."""
 
     roots: Mapping[str, Path]
     memory: MemoryConfig
     path: Path | None = None
+    privacy: PrivacyConfig = field(default_factory=PrivacyConfig)
 
     @property
     def index_dir(self) -> Path:
@@ -129,7 +143,7 @@ class Config:
         """Validate a parsed TOML document. Relative paths resolve against *base*."""
         where = str(path) if path else "<config>"
         base = base or (path.parent if path else Path.cwd())
-        unknown = set(data) - {"sources", "memory"}
+        unknown = set(data) - {"sources", "memory", "privacy"}
         if unknown:
             raise ConfigError(f"{where}: unknown section or key {sorted(unknown)[0]!r}")
         sources = _table(data, "sources", where)
@@ -169,7 +183,8 @@ class Config:
             if not isinstance(raw, str) or not raw.strip():
                 raise ConfigError(f"{where}: memory.indexDir must be a non-empty path string")
             values["index_dir"] = _resolve(raw, base)
-        return cls(roots=roots, memory=MemoryConfig(**values), path=path)
+        privacy = _privacy(_table(data, "privacy", where), where)
+        return cls(roots=roots, memory=MemoryConfig(**values), path=path, privacy=privacy)
 
     def to_toml(self) -> str:
         """Every key with its value: what `pipeline config` prints and the example file holds."""
@@ -182,7 +197,29 @@ class Config:
         for ik in _INT_KEYS:
             assert ik.attr in names
             lines.append(f"{ik.name} = {getattr(self.memory, ik.attr)}")
+        disabled = ", ".join(f'"{r}"' for r in self.privacy.disabled_rules)
+        lines += ["", "[privacy]", f"redact = {str(self.privacy.redact).lower()}"]
+        lines.append(f"disabledRules = [{disabled}]")
         return "\n".join(lines) + "\n"
+
+
+def _privacy(table: Mapping[str, Any], where: str) -> PrivacyConfig:
+    for key in table:
+        if key not in ("redact", "disabledRules"):
+            raise ConfigError(f"{where}: unknown key privacy.{key} (redact or disabledRules)")
+    redact = table.get("redact", True)
+    if not isinstance(redact, bool):
+        raise ConfigError(f"{where}: privacy.redact must be true or false, got {redact!r}")
+    rules = table.get("disabledRules", [])
+    if not isinstance(rules, list) or not all(isinstance(r, str) and r for r in rules):
+        raise ConfigError(f"{where}: privacy.disabledRules must be a list of rule ids")
+    if rules:
+        from store.redact import rule_ids  # the rule files are read only when rules are named
+
+        unknown = sorted(set(rules) - rule_ids())
+        if unknown:
+            raise ConfigError(f"{where}: privacy.disabledRules names no rule {unknown[0]!r}")
+    return PrivacyConfig(redact=redact, disabled_rules=tuple(sorted(set(rules))))
 
 
 def _table(data: Mapping[str, Any], name: str, where: str) -> Mapping[str, Any]:

@@ -98,9 +98,12 @@ class NormalizedEntry:
     parent_call_id: str | None = None
     family: str | None = None
     context_edited: str | None = None
+    # Credentials redacted from this entry (store.redact), in text order: (kind, fingerprint),
+    # never the value. Written only when set, so other entries keep their bytes.
+    redactions: tuple[tuple[str, str], ...] = ()
 
     def to_wire(self) -> Wire:
-        return [
+        wire: list[Any] = [
             self.index,
             self.entry_id,
             self.parent_id,
@@ -128,21 +131,24 @@ class NormalizedEntry:
             self.carrier_parent_id,
             self.carrier_from_id,
             self.sidechain,
-            # Only when set: an entry without them keeps the 27 fields, bytes and record
-            # names it had.
-            *(
-                (self.agent_id, self.parent_call_id, self.family, self.context_edited)
-                if self.agent_id or self.parent_call_id or self.family or self.context_edited
-                else ()
-            ),
         ]
+        # Only when set: an entry without them keeps the 27 fields, bytes and record names it
+        # had. Fields 27-30 are the subagent marks, family and context edit; 31 the redactions.
+        marks = (self.agent_id, self.parent_call_id, self.family, self.context_edited)
+        if self.redactions or any(marks):
+            wire.extend(marks)
+        if self.redactions:
+            wire.append([list(r) for r in self.redactions])
+        return wire
 
     @classmethod
     def from_wire(cls, w: Wire) -> NormalizedEntry:
+        marks = w[27:31] if len(w) > 27 else [None] * 4
+        redactions = tuple((r[0], r[1]) for r in w[31]) if len(w) > 31 else ()
         return cls(
             w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7], w[8], w[9], w[10], w[11], w[12],
             w[13], w[14], w[15], w[16], w[17], w[18], tuple(w[19]), w[20], w[21], w[22], w[23],
-            w[24], w[25], w[26], *(w[27:31] if len(w) > 27 else (None,) * 4),
+            w[24], w[25], w[26], marks[0], marks[1], marks[2], marks[3], redactions,
         )  # fmt: skip
 
 

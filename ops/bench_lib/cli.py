@@ -32,6 +32,7 @@ from bench_lib.groups import Query, build_groups
 from bench_lib.procs import percentiles, rss_kb, run_measured, tree_rss_kb
 from bench_lib.quality import run_quality
 from bench_lib.quality_ir import render_quality, run_retrieval
+from bench_lib.redaction import false_positives
 from bench_lib.report import evaluate, render
 from bench_lib.workdir import clear_aside, set_aside
 from bench_lib.workers import Worker
@@ -412,6 +413,7 @@ def _run(ns: argparse.Namespace, work: Path) -> dict[str, Any]:
         "incomplete": status["incomplete"],
         "fts5_bytes": res["fts5_build"].get("bytes"),
     }
+    res["redaction"] = false_positives(status)
 
     queries = build_groups(manifest, per_group=ns.per_group, seed=ns.seed)
     serve = _Serve.start(cfg, index, notes)

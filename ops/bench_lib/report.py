@@ -203,6 +203,15 @@ def render(res: dict[str, Any]) -> str:
                 else ""
             ),
         ]
+    red = res.get("redaction")
+    if red:
+        lines += [
+            "",
+            f"Redaction false positives: {red['lookalikes_redacted']} of {red['lookalikes']} "
+            f"look-alikes ({red['lookalike_fp_rate']:.2%}; SHAs, UUIDs, base64 images, lockfile "
+            f"and integrity hashes); {red['corpus_redactions']} redactions in the corpus, which "
+            f"plants no credential {red['corpus_by_kind'] or ''}",
+        ]
     lines += ["", "Quality (fails --check)"]
     for name, q in res.get("quality", {}).items():
         hidden = ("ok", "misses", "leaks", "bad", "diff", "excused_examples")

@@ -81,3 +81,21 @@ def test_env_variable_names_the_file(tmp_path, monkeypatch):
 def test_invalid_toml_is_reported(tmp_path):
     with pytest.raises(ConfigError, match="not valid TOML"):
         load_config(write(tmp_path, "[memory\n"))
+
+
+def test_privacy_redacts_by_default_and_names_rules_to_leave_out(tmp_path: Path) -> None:
+    from store.config import PrivacyConfig
+
+    assert Config.from_mapping({}, base=tmp_path).privacy == PrivacyConfig()
+    off = Config.from_mapping({"privacy": {"redact": False}}, base=tmp_path).privacy
+    assert off.redact is False
+    some = {"privacy": {"disabledRules": ["generic-api-key", "url-password"]}}
+    assert Config.from_mapping(some, base=tmp_path).privacy.disabled_rules == (
+        "generic-api-key",
+        "url-password",
+    )
+    for bad in ({"redact": "yes"}, {"disabledRules": ["no-such-rule"]}, {"mask": True}):
+        with pytest.raises(ConfigError, match="privacy"):
+            Config.from_mapping({"privacy": bad}, base=tmp_path)
+    text = Config.from_mapping(some, base=tmp_path).to_toml()
+    assert 'disabledRules = ["generic-api-key", "url-password"]' in text
