@@ -7,6 +7,7 @@
     query catalog [--scope S] [--agent A]                     capability heads seen in history
     query serve                                   the read-only query server on the index socket
     query mcp                                        a Model Context Protocol server over stdio
+    query ui [--port N]                     a local read-only web page (127.0.0.1, token URL)
 
 recall / expand / sessions / call / catalog are answered by a running ``query serve`` when one
 is listening on the index socket, and in-process otherwise (``--no-server`` forces that): the
@@ -35,6 +36,7 @@ from query.errors import InvalidArgument, QueryError
 from query.render import render
 from query.timespec import TimeSpecError, parse_time
 from query.transport import Backend
+from query.ui.options import add_ui_parser
 from store.config import ConfigError, load_config
 from store.errors import SnapshotMissing, StoreError
 from store.names import AGENTS, BRANCH_MODES
@@ -153,6 +155,7 @@ def _parser() -> argparse.ArgumentParser:
 
     add_serve_parser(sub)
     add_mcp_parser(sub)
+    add_ui_parser(sub)
     return p
 
 
@@ -237,7 +240,7 @@ def _dump(result: dict[str, Any]) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     ns = _parser().parse_args(argv)
-    if ns.command in ("serve", "mcp"):
+    if ns.command in ("serve", "mcp", "ui"):
         run: Any = ns.run
         code: int = run(ns)
         return code
