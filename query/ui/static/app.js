@@ -293,6 +293,7 @@
   const PAGE = { maxEntries: 20, maxChars: 24000 };
   const LONG = 1500;
   const HEAD = 700;
+  const HEAD_LINES = 12;
 
   class Transcript {
     constructor(file) {
@@ -381,12 +382,15 @@
 
   function entryText(e, re, open) {
     const text = e.text || "";
-    if (text.length <= LONG) return el("div", { class: "text" }, marked(text, re));
+    let cut = Math.min(text.length, HEAD);
+    for (let n = 0, at = -1; n < HEAD_LINES; n++) { at = text.indexOf("\n", at + 1); if (at < 0) break; if (n === HEAD_LINES - 1) cut = Math.min(cut, at); }
+    if (text.length <= LONG && cut === Math.min(text.length, HEAD)) return el("div", { class: "text" }, marked(text, re));
+    const rest = text.length - cut;
     return el("div", {},
-      el("div", { class: "text" }, marked(text.slice(0, HEAD), re)),
+      el("div", { class: "text" }, marked(text.slice(0, cut), re)),
       el("details", { class: "long", open: open || null },
-        el("summary", {}, `show ${text.length - HEAD} more characters`),
-        el("div", { class: "text" }, marked(text.slice(HEAD), re))));
+        el("summary", {}, `show ${rest} more characters`),
+        el("div", { class: "text" }, marked(text.slice(cut), re))));
   }
 
   function sessionView(params) {
