@@ -61,7 +61,9 @@ def bind_loopback(host: str, port: int) -> socket.socket:
     if not 0 <= port <= 65535:
         raise ValueError(f"--port {port} is not a TCP port (0..65535)")
     family = socket.AF_INET6 if ":" in address else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    # proto named: asyncio sets TCP_NODELAY only on sockets whose proto says TCP, and without
+    # it every answer on a kept-alive connection waits ~40 ms (Nagle vs delayed ACK).
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind((address, port))

@@ -119,6 +119,9 @@ def test_loopback_binds_exactly_that_address(host: str, address: str) -> None:
     try:
         bound, port = sock.getsockname()[:2]
         assert bound == address and port > 0
+        # asyncio sets TCP_NODELAY on accepted sockets only when proto says TCP (else every
+        # kept-alive answer waits for a delayed ACK)
+        assert sock.proto == socket.IPPROTO_TCP
     finally:
         sock.close()
 
