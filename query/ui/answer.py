@@ -7,6 +7,7 @@ path and `query serve --http` alike.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Protocol
@@ -81,6 +82,15 @@ class LocalAnswerer:
                 return result
         self.served_by = "in-process"
         return run_local(self._local(), op, args, cwd)
+
+    def warm(self) -> None:
+        """Load the current generation before the first request needs it (when no server
+        answers); a failure only costs that request, which reports it."""
+        with self._lock:
+            if self._backend is not None and self._backend.ping() is not None:
+                return
+            with contextlib.suppress(StoreError, QueryError, OSError):
+                self._local().refresh().hot("active")
 
     def close(self) -> None:
         with self._lock:

@@ -160,6 +160,7 @@ def run_ui(ns: Any) -> int:
     cwd = os.path.abspath(ns.cwd) if ns.cwd else os.getcwd()
     answer = LocalAnswerer(config, server=not ns.no_server)
     ui = UiServer(answer, sock, cwd=cwd, index_dir=str(config.index_dir))
+    threading.Thread(target=answer.warm, name="warm", daemon=True).start()
     _announce(ui)
     try:
         ui.run()  # uvicorn turns SIGINT / SIGTERM into a clean stop

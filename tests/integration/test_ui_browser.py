@@ -27,7 +27,7 @@ import pytest
 from pipeline.testing import LivePipeline, wait_for
 from query.transport import Backend
 from store.errors import SnapshotMissing
-from tests.helpers import PiRoot, assistant, header, jsonl, tool_result, user
+from tests.helpers import PiRoot, assistant, claude_line, header, jsonl, tool_result, user
 
 pytestmark = [pytest.mark.integration, pytest.mark.browser]
 
@@ -108,6 +108,25 @@ def _corpus(pi: PiRoot) -> Path:
                       T0 - 86_380_000),
         ],
         cwd="/work/docs",
+    )  # fmt: skip
+    uid = "c0ffee00-0000-4000-8000-0000000000aa"
+    folder = pi.base / "claude" / "-work-api"
+    folder.mkdir(parents=True)
+    run = {"type": "tool_use", "id": "toolu_1", "name": "Bash", "input": {"command": "make lint"}}
+    said = {"type": "tool_result", "tool_use_id": "toolu_1", "content": "lint: 3 warnings",
+            "is_error": False}  # fmt: skip
+    (folder / f"{uid}.jsonl").write_bytes(
+        jsonl(
+            [
+                claude_line("user", "c1", None, T0 - 3_600_000, "Add a lint step to the API CI.",
+                            session=uid, cwd="/work/api"),
+                claude_line("assistant", "c2", "c1", T0 - 3_590_000,
+                            [{"type": "text", "text": "Running the linter first."}, run],
+                            session=uid, cwd="/work/api", message_id="m1"),
+                claude_line("user", "c3", "c2", T0 - 3_580_000, [said], session=uid,
+                            cwd="/work/api"),
+            ]
+        )
     )  # fmt: skip
     return s1
 
@@ -199,6 +218,17 @@ def test_search_open_branch_and_live_append_in_a_real_browser(live: dict[str, An
             expect(page.locator(".hit.failed .badge.bad").first).to_have_text("failed")
             if shots:
                 _shot(page, shots, "search")
+
+            # A filter chip narrows the same search; removing it widens it again.
+            page.locator("details.filters summary").click()
+            page.select_option("select[name=outcome]", "failed")
+            page.click("button[type=submit]")
+            expect(page.locator(".chip[data-chip=outcome]")).to_contain_text("outcome: failed")
+            expect(page.locator(".hit.failed").first).to_be_visible()
+            expect(page.locator(".hit:not(.failed)")).to_have_count(0)
+            page.locator(".chip[data-chip=outcome] button").click()
+            expect(page.locator(".chip")).to_have_count(0)
+            expect(page.locator(".hit", has_text="rounding fixture is stale")).to_be_visible()
 
             # Open the assistant's hit: the session view lands on that exact entry.
             stale = page.locator(".hit", has_text="rounding fixture is stale")

@@ -193,7 +193,10 @@
     const form = el("form", { class: "search", role: "search" });
     const q = el("input", { type: "search", name: "q", value: p.q || "", placeholder: "Search sessions…", autofocus: true });
     const filterFields = FILTERS.map(([key, label, kind]) => el("label", {}, label,
-      kind === "text" ? el("input", { type: "text", name: key, value: p[key] || "" }) : select(key, kind, p[key] || "", label)));
+      kind === "text" ? el("input", { type: "text", name: key, value: p[key] || "", list: key === "project" ? "projects" : null })
+        : select(key, kind, p[key] || "", label)));
+    const projects = el("datalist", { id: "projects" });
+    knownProjects().then((cwds) => put(projects, cwds.map((c) => el("option", { value: c }))));
     const active = FILTERS.filter(([key]) => p[key]);
     form.append(
       el("div", { class: "row" }, q,
@@ -212,7 +215,7 @@
       go("search", data);
     });
     const results = el("div", { id: "results" });
-    put(view, form, results);
+    put(view, form, projects, results);
     const hasAny = p.q || active.length;
     if (!hasAny) {
       results.append(el("p", { class: "muted" }, "Type words to search (literal: any or all of them; phrase: in order; regex: a pattern). " +
@@ -221,6 +224,16 @@
     }
     runSearch(p, results);
     return { onGeneration: () => {} };
+  }
+
+  let projectList = null;
+  function knownProjects() { // the project filter's suggestions: every cwd the index knows
+    if (!projectList) {
+      projectList = api("sessions", { scope: "global", limit: 500 })
+        .then((r) => [...new Set((r.sessions || []).map((s) => s.cwd).filter(Boolean))].sort())
+        .catch(() => { projectList = null; return []; });
+    }
+    return projectList;
   }
 
   function recallArgs(p) {
@@ -285,7 +298,7 @@
         hit.tool ? el("span", { class: "badge" }, hit.tool) : null, outcomeBadge(hit),
         el("span", {}, hit.sessionId), el("span", {}, "#" + hit.index), el("span", {}, when(hit.timestamp)),
         el("a", { href: link, class: "open" }, "open in session →")),
-      el("div", { class: "snippet" }, marked(hit.snippet, re), hit.truncated ? "…" : ""));
+      el("div", { class: "snippet", title: hit.truncated ? "snippet cut: open the session for all of it" : null }, marked(hit.snippet, re)));
   }
 
   // ------------------------------------------------------------------ session
@@ -294,6 +307,7 @@
   const LONG = 1500;
   const HEAD = 700;
   const HEAD_LINES = 12;
+  const MIN_HIDDEN = 300;
 
   class Transcript {
     constructor(file) {
@@ -384,8 +398,10 @@
     const text = e.text || "";
     let cut = Math.min(text.length, HEAD);
     for (let n = 0, at = -1; n < HEAD_LINES; n++) { at = text.indexOf("\n", at + 1); if (at < 0) break; if (n === HEAD_LINES - 1) cut = Math.min(cut, at); }
-    if (text.length <= LONG && cut === Math.min(text.length, HEAD)) return el("div", { class: "text" }, marked(text, re));
     const rest = text.length - cut;
+    // collapse only what is long: a few more lines or characters are simply shown
+    if (rest < MIN_HIDDEN || (text.length <= LONG && text.split("\n").length <= HEAD_LINES + 6))
+      return el("div", { class: "text" }, marked(text, re));
     return el("div", {},
       el("div", { class: "text" }, marked(text.slice(0, cut), re)),
       el("details", { class: "long", open: open || null },
@@ -417,7 +433,7 @@
           e.tool ? el("span", { class: "badge" }, e.tool) : null, outcomeBadge(e),
           el("a", { href: sessionLink(file, { entry: e.entryId || "", at: e.index }), title: "link to this entry" }, "#" + e.index),
           el("span", {}, when(e.timestamp)),
-          e.operationAddress ? el("span", { class: "mono" }, e.operationAddress) : null),
+          e.operationAddress ? el("span", { class: "mono address", title: e.operationAddress }, e.operationAddress) : null),
         entryText(e, re, isTarget));
       // Alternatives at this point of the tree: the children not on the path shown.
       if (t.forked && e.entryId) {
