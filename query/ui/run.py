@@ -144,10 +144,6 @@ def run_ui(ns: Any) -> int:
     from query.collector import configure_for_long_life
     from store.config import ConfigError, load_config
 
-    configure_for_long_life()
-    logging.basicConfig(
-        level=logging.WARNING, format="%(asctime)s query ui: %(message)s", stream=sys.stderr
-    )
     try:
         config = load_config(ns.config)
         sock = bind_loopback(ns.host, ns.port)
@@ -157,6 +153,10 @@ def run_ui(ns: Any) -> int:
     except OSError as exc:
         sys.stderr.write(f"query: cannot listen on {ns.host}:{ns.port}: {exc}\n")
         return 1
+    configure_for_long_life()
+    logging.basicConfig(
+        level=logging.WARNING, format="%(asctime)s query ui: %(message)s", stream=sys.stderr
+    )
     cwd = os.path.abspath(ns.cwd) if ns.cwd else os.getcwd()
     answer = LocalAnswerer(config, server=not ns.no_server)
     ui = UiServer(answer, sock, cwd=cwd, index_dir=str(config.index_dir))

@@ -34,6 +34,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.browser]
 T0 = 1_764_590_400_000  # 2025-12-01 12:00 UTC
 HOSTILE = "<script>document.title='owned'</script><img src=x onerror=\"document.title='img'\">"
 PROJECT = "/work/shop"
+DATA = Path(__file__).resolve().parent.parent / "data"
 
 
 def _missing(reason: str) -> None:
@@ -109,6 +110,10 @@ def _corpus(pi: PiRoot) -> Path:
         ],
         cwd="/work/docs",
     )  # fmt: skip
+    # a Pi Fabric run: its operations (one of them a subagent, agents.run) nest under the carrier
+    fabric = pi.root / "--work-fabric--"
+    fabric.mkdir(parents=True)
+    shutil.copyfile(DATA / "pi" / "normalize_trace.jsonl", fabric / "trace.jsonl")
     uid = "c0ffee00-0000-4000-8000-0000000000aa"
     folder = pi.base / "claude" / "-work-api"
     folder.mkdir(parents=True)
@@ -261,6 +266,15 @@ def test_search_open_branch_and_live_append_in_a_real_browser(live: dict[str, An
             expect(appended).to_be_visible(timeout=60_000)
             print(f"\nappend → visible in the open session: {time.monotonic() - written:.3f} s")
 
+            # Subagent work nests under the entry that ran it (collapsed when there is much).
+            page.goto(live["url"].split("?")[0] + "#/sessions")
+            page.locator("tr[data-session='pi:trace-sess'] a").click()
+            carrier = page.locator(".entry[data-entry='r1']")
+            carrier.locator("details.nested > summary").click()
+            nested = carrier.locator(".nested .entry[data-entry='r1/5']")
+            expect(nested).to_contain_text("agents.run")
+            expect(carrier.locator(".nested .entry.failed").first).to_be_visible()
+
             # Sessions list (newest first, grouped by project) and the catalog.
             page.goto(live["url"].split("?")[0] + "#/sessions")
             row = page.locator("tr[data-session='pi:cart-1'] td.prompt")
@@ -269,7 +283,9 @@ def test_search_open_branch_and_live_append_in_a_real_browser(live: dict[str, An
             if shots:
                 _shot(page, shots, "sessions")
             page.goto(live["url"].split("?")[0] + "#/catalog")
-            expect(page.locator(".tree-cat li[data-ref='pi.bash']")).to_contain_text("1 failed")
+            bash_head = page.locator(".tree-cat li[data-ref='pi.bash'] .badge.bad")
+            expect(bash_head).to_contain_text("failed")
+            expect(page.locator(".tree-cat li[data-ref='claude.Bash']")).to_be_visible()
             if shots:
                 _shot(page, shots, "catalog")
 

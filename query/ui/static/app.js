@@ -370,12 +370,13 @@
       this.children = new Map();
       for (const e of this.entries) if (e && e.entryId) this.byId.set(e.entryId, e);
       for (const e of this.entries) {
-        if (!e || !e.parentId || !this.byId.has(e.parentId)) continue;
+        // nested children (a Fabric operation under its carrier) are not branches of the tree
+        if (!e || e.parentEntryId || !e.parentId || !this.byId.has(e.parentId)) continue;
         if (!this.children.has(e.parentId)) this.children.set(e.parentId, []);
         this.children.get(e.parentId).push(e);
       }
       this.forked = [...this.children.values()].some((c) => c.length > 1);
-      this.roots = this.entries.filter((e) => e && e.entryId && !(e.parentId && this.byId.has(e.parentId)));
+      this.roots = this.entries.filter((e) => e && e.entryId && !e.parentEntryId && !(e.parentId && this.byId.has(e.parentId)));
     }
     pathTo(leafId) { // root → leaf, following parentId
       const out = [];
@@ -471,7 +472,12 @@
       const add = (e, into) => {
         const card = entryCard(e, path, true);
         const kids = nestedUnder.get(e);
-        if (kids) card.append(el("div", { class: "nested" }, kids.map((k) => entryCard(k, path))));
+        if (kids) {
+          const holdsTarget = kids.some((k) => (target && k.entryId === target) || (!target && k.index === at));
+          card.append(el("details", { class: "nested", open: kids.length <= 5 || holdsTarget || null },
+            el("summary", {}, `${kids.length} nested entr${kids.length === 1 ? "y" : "ies"}`),
+            kids.map((k) => entryCard(k, path))));
+        }
         into.push(card);
       };
       for (const e of path) if (!nestedSet.has(e)) add(e, cards);
@@ -610,7 +616,7 @@
       let r;
       try { r = await api("catalog", { scope: "global" }); } catch (err) { put(box, errorBox(err)); return; }
       if (r.error) { put(box, errorBox(r.error)); return; }
-      const counts = (x) => [el("span", { class: "muted small" }, ` ${x.count} uses`),
+      const counts = (x) => [el("span", { class: "muted small" }, ` ${x.count} use${x.count === 1 ? "" : "s"}`),
         x.failures ? el("span", { class: "badge bad" }, `${x.failures} failed`) : null,
         x.lastSeen ? el("span", { class: "muted small" }, ` last ${when(x.lastSeen)}`) : null];
       const headItem = (a, h) => {
@@ -623,7 +629,7 @@
           el("span", { class: "muted small" }, ` · ${h.sessions} session${h.sessions === 1 ? "" : "s"}`),
           outcomes ? el("span", { class: "muted small" }, " · " + outcomes) : null);
       };
-      const providerItem = (a, p) => el("li", {}, el("span", {}, p.provider), ...counts(p),
+      const providerItem = (a, p) => el("li", {}, p.provider ? el("span", {}, p.provider) : el("span", { class: "muted" }, "(no provider)"), ...counts(p),
         el("ul", {}, p.heads.map((h) => headItem(a, h))));
       const agentItem = (a) => el("li", {}, el("strong", {}, a.agent), ...counts(a),
         el("ul", {}, a.providers.map((p) => providerItem(a, p))));
