@@ -9,6 +9,7 @@
     GET  /api/events         server-sent events: ``generation`` whenever CURRENT moves
     POST /api/<op>           op in recall, expand, sessions, catalog, call; the body is the
     GET  /api/<op>?k=v…      args object (for call: the token), or the same as query parameters
+                             (call: ?call=<token json>)
                              → the result object `query <op> --json` prints
 
 Every request must carry the token: the cookie ``sessiondex_ui_<port>`` (HttpOnly,
@@ -112,9 +113,9 @@ def _static(name: str) -> bytes:
 def _query_args(op: str, request: Request) -> dict[str, Any]:
     """GET spellings: strings as given, integers parsed, repeated keys for lists."""
     if op == "call":
-        raw = request.query_params.get("token")
+        raw = request.query_params.get("call")
         if raw is None:
-            raise ValueError("GET /api/call takes the call token as ?token=<json>")
+            raise ValueError("GET /api/call takes the call token as ?call=<json>")
         token = orjson.loads(raw)
         if not isinstance(token, dict):
             raise ValueError('a call token is a JSON object {"ref": ..., "args": {...}}')
@@ -127,15 +128,21 @@ def _query_args(op: str, request: Request) -> dict[str, Any]:
             args[key] = values
             continue
         value = values[-1]
-        if key in _INT_KEYS:
-            args[key] = int(value)
-        elif key == "indices":
-            args[key] = [int(i) for i in value.split(",") if i.strip()]
-        elif key == "entryRange":
-            first, _, last = value.partition(":")
-            args[key] = {"first": int(first), "last": int(last)}
-        else:
-            args[key] = value
+        try:
+            if key in _INT_KEYS:
+                args[key] = int(value)
+            elif key == "indices":
+                args[key] = [int(i) for i in value.split(",") if i.strip()]
+            elif key == "entryRange":
+                first, _, last = value.partition(":")
+                args[key] = {"first": int(first), "last": int(last)}
+            else:
+                args[key] = value
+        except ValueError:
+            shape = {"indices": "comma-separated integers", "entryRange": "FIRST:LAST"}
+            raise ValueError(
+                f"{key} takes {shape.get(key, 'an integer')} (got {value!r})"
+            ) from None
     return args
 
 

@@ -11,6 +11,7 @@ import http.client
 import json
 import os
 import socket
+import urllib.parse
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -245,6 +246,22 @@ def test_get_spellings_match_post(ui: Ui) -> None:
     )
     assert status == 200 and headers["content-type"].startswith("application/json")
     assert json.loads(body) == post
+
+
+def test_get_takes_lists_ranges_and_call_tokens(ui: Ui, built: Kit) -> None:
+    page = ui.api("recall", {"query": "quokkaterm", "scope": "global", "pageSize": 1})
+    session = page["hits"][0]["follow"]["args"]["session"]
+    quoted = urllib.parse.quote(session)
+    status, _, body = ui.request("GET", f"/api/expand?session={quoted}&indices=0,1")
+    assert status == 200 and [e["index"] for e in json.loads(body)["entries"]] == [0, 1]
+    status, _, body = ui.request("GET", f"/api/expand?session={quoted}&entryRange=1:2")
+    assert status == 200 and [e["index"] for e in json.loads(body)["entries"]] == [1, 2]
+    call = urllib.parse.quote(json.dumps(page["next"]))
+    status, _, body = ui.request("GET", f"/api/call?call={call}")
+    assert status == 200 and json.loads(body) == built.engine.call(page["next"], cwd=CWD)
+    status, _, body = ui.request("GET", "/api/recall?query=x&pageSize=ten")
+    assert status == 400
+    assert json.loads(body)["error"]["message"] == "pageSize takes an integer (got 'ten')"
 
 
 def test_times_are_taken_as_the_cli_takes_them(ui: Ui) -> None:
