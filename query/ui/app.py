@@ -40,7 +40,7 @@ from starlette.routing import Route
 
 from query.timespec import TimeSpecError, parse_time
 from query.transport import encode
-from query.ui.answer import Answerer, failure
+from query.ui.answer import Answerer
 from store.errors import StoreError
 from store.layout import IndexLayout
 from store.reader import read_current
@@ -104,6 +104,11 @@ def _json(body: Any, status: int = 200) -> Response:
         media_type="application/json",
         headers={"Cache-Control": "no-store"},
     )
+
+
+def _failed(code: str, message: str, status: int) -> Response:
+    """An error that is not an answer: ``{"error": {"code", "message"}}`` with its status."""
+    return _json({"error": {"code": code, "message": message}}, status)
 
 
 def _static(name: str) -> bytes:
@@ -233,12 +238,14 @@ def build_app(answer: Answerer, settings: UiSettings) -> ASGI:
     async def api(request: Request) -> Response:
         op = request.path_params["op"]
         if op not in API_OPS:
-            return _json(failure("not_found", f"no API operation {op!r}")["error"], 404)
+            known = ", ".join(API_OPS)
+            return _failed("not_found", f"no API operation {op!r}; try {known}", 404)
         try:
             if request.method == "POST":
                 body = await request.body()
                 if len(body) > _MAX_BODY:
-                    return _json({"error": {"code": "request_too_large", "message": "body"}}, 413)
+                    too_large = f"a request body is at most {_MAX_BODY} bytes"
+                    return _failed("request_too_large", too_large, 413)
                 args = orjson.loads(body) if body.strip() else {}
                 if not isinstance(args, dict):
                     raise ValueError("the request body must be a JSON object")
@@ -247,12 +254,13 @@ def build_app(answer: Answerer, settings: UiSettings) -> ASGI:
             if op != "call":
                 _times(args)
         except (ValueError, orjson.JSONDecodeError) as exc:
-            return _json({"error": {"code": "invalid_argument", "message": str(exc)}}, 400)
+            return _failed("invalid_argument", str(exc), 400)
         frame = await run_in_threadpool(answer, op, args, settings.cwd)
         if frame.get("ok") is True:
             return _json(frame["result"])
         error = frame.get("error") or {}
-        return _json({"error": error}, _STATUS.get(str(error.get("code")), 500))
+        code = str(error.get("code", "internal_error"))
+        return _failed(code, str(error.get("message", "")), _STATUS.get(code, 500))
 
     app = Starlette(
         routes=[

@@ -280,7 +280,7 @@ def test_bad_requests_get_structured_errors(ui: Ui) -> None:
     status, _, body = ui.request("POST", "/api/recall", [1, 2])
     assert status == 400
     status, _, body = ui.request("POST", "/api/nothing", {})
-    assert status == 404
+    assert status == 404 and json.loads(body)["error"]["code"] == "not_found"
     # an answered error is a result, exactly as `query expand --json` prints it
     status, _, body = ui.request("POST", "/api/expand", {"session": "no-such-session"})
     assert status == 200
@@ -379,3 +379,23 @@ def test_a_session_of_requests_leaves_the_index_folder_unchanged(ui: Ui, built: 
     ui.request("GET", "/api/nothing")
     ui.request("GET", "/", token=None)
     assert _listing(index) == before
+
+
+def test_before_the_first_index_the_api_says_so(kit: Kit) -> None:
+    kit.session("s1", _records())  # written, not indexed yet
+    answer = LocalAnswerer(kit.config, server=False)
+    server = UiServer(
+        answer, bind_loopback("127.0.0.1", 0), cwd=CWD, index_dir=str(kit.config.index_dir)
+    )
+    server.start()
+    wait_for(lambda: server.server.started, timeout=30, what="uvicorn started")
+    try:
+        ui = Ui(server)
+        status, _, body = ui.request("POST", "/api/recall", {"query": "quokkaterm"})
+        assert status == 503 and json.loads(body)["error"]["code"] == "no_index"
+        status, _, body = ui.request("GET", "/api/status")
+        assert status == 200 and json.loads(body)["generation"] is None
+    finally:
+        server.stop()
+        answer.close()
+    assert not Path(kit.config.index_dir).exists()  # and nothing was made on the way
