@@ -214,9 +214,8 @@ def _cli(cfg: Path, terms: list[str], *extra: str) -> dict[str, Any]:
 class _Serve:
     """``query serve`` for the run; ``start`` returns None (with a note) where it is missing."""
 
-    def __init__(self, proc: subprocess.Popen[bytes], url: str | None = None) -> None:
+    def __init__(self, proc: subprocess.Popen[bytes]) -> None:
         self.proc = proc
-        self.url = url  # the web UI beside it (`--http 0`), for recall over HTTP
 
     @classmethod
     def start(cls, cfg: Path, index: Path, notes: list[str]) -> _Serve | None:
@@ -224,8 +223,8 @@ class _Serve:
         if probe.returncode != 0:
             notes.append("query serve is not available: warm latency measured in-process")
             return None
-        argv = [_bin("query"), "serve", "--config", str(cfg), "--quiet", "--http", "0"]
-        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        argv = [_bin("query"), "serve", "--config", str(cfg), "--quiet"]
+        proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         sock = index / "serve" / "query.sock"
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
@@ -237,9 +236,7 @@ class _Serve:
                 with socket.socket(socket.AF_UNIX) as probe_sock:
                     try:
                         probe_sock.connect(str(sock))
-                        assert proc.stdout is not None  # "sessiondex UI: <url>", then nothing
-                        line = proc.stdout.readline().decode().split()
-                        return cls(proc, line[-1] if line else None)
+                        return cls(proc)
                     except OSError:
                         pass
             time.sleep(0.02)
@@ -459,11 +456,11 @@ def _measure_queries(
     if serve:
         _log("socket floor: framed round trips to an echo process")
         res["socket_floor"] = socket_floor()
-        if serve.url:
-            from bench_lib.web import http_vs_socket
+        from bench_lib.web import http_vs_socket
 
-            _log("recall over HTTP (query serve --http) beside the socket")
-            res["http"] = http_vs_socket(cfg, serve.url, queries[:: max(1, len(queries) // 40)], 3)
+        _log("recall over HTTP (query ui, answering through query serve) beside the socket")
+        sample = queries[:: max(1, len(queries) // 40)]
+        res["http"] = http_vs_socket(cfg, _bin("query"), sample, 3, notes)
 
     _log("FTS5 warm queries")
     fts = Worker([sys.executable, "-m", "bench_lib.fts5", "serve", str(work / "fts5.db")], _env())

@@ -166,7 +166,7 @@ def render(res: dict[str, Any]) -> str:
     web = res.get("http") or {}
     if web.get("http", {}).get("n"):
         lines.append(
-            f"  recall over HTTP (query serve --http, kept alive) {_fmt_lat(web['http'])}; "
+            f"  recall over HTTP (query ui → query serve, kept alive) {_fmt_lat(web['http'])}; "
             f"over the socket from the same client {_fmt_lat(web['socket'])} "
             f"({web['http']['n']} each)"
         )
