@@ -333,7 +333,7 @@
           if (have && e.textRange.start > 0) have.text += e.text;
           else { this.entries[e.index] = { ...e }; fresh.push(e.index); }
         }
-        if (onProgress) onProgress(this.entries.filter(Boolean).length);
+        if (onProgress) onProgress(this.entries.filter(Boolean).length, this.count);
         if (!page.next) break;
         page = await api("call", page.next);
       }
@@ -524,7 +524,18 @@
 
     (async () => {
       try {
-        await t.load((n) => { put(body, el("p", { class: "muted" }, `loading… ${n} entries`)); });
+        // A long session shows its first pages while the rest loads (in file order; the
+        // branch tree and the hit's place come with the last page).
+        const note = el("p", { class: "muted", id: "loading" });
+        let drawn = 0;
+        await t.load((n, total) => {
+          if (!drawn) put(body, note);
+          for (; drawn < t.entries.length && drawn < 200; drawn++) {
+            const e = t.entries[drawn];
+            if (e) body.insertBefore(entryCard(e, [], false), note);
+          }
+          note.textContent = `loading… ${n} of ${total} entries`;
+        });
         head.querySelector("h2").textContent = `Session · ${t.count} entries`;
         reveal();
       } catch (err) { put(body, errorBox(err)); }
