@@ -303,7 +303,9 @@ def test_a_page_without_the_token_is_refused_in_the_browser(live: dict[str, Any]
 
     with sync_playwright() as pw:
         browser = pw.chromium.launch(
-            executable_path=live["chromium"], headless=True, args=["--no-sandbox"]
+            executable_path=live["chromium"],
+            headless=True,
+            args=["--no-sandbox", "--disable-dev-shm-usage"],
         )
         try:
             page = browser.new_page()
