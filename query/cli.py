@@ -8,6 +8,7 @@
     query catalog [--scope S] [--agent A]                     capability heads seen in history
     query serve                                   the read-only query server on the index socket
     query mcp                                        a Model Context Protocol server over stdio
+    query ui [--port N]                     a local read-only web page (127.0.0.1, token URL)
 
 recall / expand / sessions / call / catalog are answered by a running ``query serve`` when one
 is listening on the index socket, and in-process otherwise (``--no-server`` forces that): the
@@ -35,6 +36,7 @@ from query.errors import InvalidArgument, QueryError
 from query.render import printable, render
 from query.timespec import TimeSpecError, parse_time
 from query.transport import Backend
+from query.ui.options import add_ui_parser
 from store import jsonio
 from store.config import ConfigError, load_config
 from store.errors import StoreError
@@ -190,6 +192,8 @@ def _parser() -> argparse.ArgumentParser:
         epilog="Example: query completion bash > ~/.local/share/bash-completion/completions/query",
     )
     co.add_argument("shell", choices=("bash", "zsh", "tcsh"))
+
+    add_ui_parser(sub)
     return p
 
 
@@ -349,7 +353,7 @@ def _main(argv: Sequence[str] | None) -> int:
 
         sys.stdout.write(shtab.complete(parser, shell=ns.shell))
         return EXIT_OK
-    if ns.command in ("serve", "mcp"):
+    if ns.command in ("serve", "mcp", "ui"):
         run: Any = ns.run
         code: int = run(ns)
         return code

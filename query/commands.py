@@ -10,6 +10,8 @@ from __future__ import annotations
 import argparse
 from typing import Any, Final
 
+from query.ui.options import add_http_argument
+
 __all__ = ["add_mcp_parser", "add_serve_parser"]
 
 # ServeOptions' defaults, repeated so the parser does not import the server.
@@ -68,6 +70,7 @@ def add_serve_parser(sub: Any) -> None:
         help="concurrent client connections; more are told to answer in-process",
     )
     sp.add_argument("--quiet", action="store_true", help="log warnings and errors only")
+    add_http_argument(sp)
     sp.set_defaults(run=_run_serve)
 
 

@@ -462,7 +462,22 @@ def run_serve(ns: Any) -> int:
     except OSError as exc:
         sys.stderr.write(f"query: cannot serve {server.path}: {exc}\n")
         return 1
+    http = None
+    if getattr(ns, "http", None) is not None:
+        from query.ui.run import start_beside
+
+        try:
+            http = start_beside(server, ns.http)
+        except (OSError, ValueError) as exc:
+            sys.stderr.write(f"query: cannot serve the web UI on port {ns.http}: {exc}\n")
+            server.shutdown()
+            server.serve_forever()  # releases the socket and the lock
+            return 1
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: server.shutdown())
-    server.serve_forever()
+    try:
+        server.serve_forever()
+    finally:
+        if http is not None:
+            http.stop()
     return 0

@@ -464,6 +464,11 @@ def _measure_queries(
     if serve:
         _log("socket floor: framed round trips to an echo process")
         res["socket_floor"] = socket_floor()
+        from bench_lib.web import http_vs_socket
+
+        _log("recall over HTTP (query ui, answering through query serve) beside the socket")
+        sample = queries[:: max(1, len(queries) // 40)]
+        res["http"] = http_vs_socket(cfg, _bin("query"), sample, 3, notes)
 
     _log("FTS5 warm queries")
     fts = Worker([sys.executable, "-m", "bench_lib.fts5", "serve", str(work / "fts5.db")], _env())

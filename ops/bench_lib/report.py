@@ -163,6 +163,13 @@ def render(res: dict[str, Any]) -> str:
             "  socket floor (the same framed request to an echo process, no work): "
             f"{floor['p50']:.3f} / {floor['p95']:.3f} / {floor['p99']:.3f} ms"
         )
+    web = res.get("http") or {}
+    if web.get("http", {}).get("n"):
+        lines.append(
+            f"  recall over HTTP (query ui → query serve, kept alive) {_fmt_lat(web['http'])}; "
+            f"over the socket from the same client {_fmt_lat(web['socket'])} "
+            f"({web['http']['n']} each)"
+        )
     cli = res.get("cli", {})
     av_cli = av.get("cli_ms_median")
     alone = cli.get("no_server", {}).get("median_ms")

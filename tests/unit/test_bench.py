@@ -204,6 +204,8 @@ def test_bench_runs_end_to_end_on_a_tiny_corpus(tmp_path: Path) -> None:
     assert result["build"]["cold"]["user_s"] > 0 and result["fts5_build"]["user_s"] > 0
     assert "CPU s user / sys" in proc.stdout
     assert result["socket_floor"]["n"] > 0 and "socket floor" in proc.stdout
+    assert result["http"]["http"]["n"] > 0 and "recall over HTTP" in proc.stdout
+    assert result["http"]["mismatches"] == 0
     assert not (tmp_path / "index" / "records" / "old").exists()
     assert not (tmp_path / "corpus" / "pi" / "stale.jsonl").exists()
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(OLD_PREFIX)]
