@@ -3,15 +3,22 @@
 ::
 
     query process ──(pattern, haystacks)──► worker: python -I -S (stdlib only)
-                  ◄──(matched indices | invalid_regex)──
-        deadline passed? ──► SIGKILL the worker, answer regex_timeout, spawn anew next time
+                  ◄──(loaded | invalid_regex)──
+                  ──(run)──► clock starts
+                  ◄──(matched indices)──
+        deadline passed? ──► SIGKILL the worker, answer regex_timeout, start a new one
 
-The worker is kept warm between queries (spawning one costs ~20 ms) and killed outright at
-the hard timeout, so catastrophic backtracking such as ``(a+)+$`` burns a core for at most
-``regexTimeoutMs`` and can never stall the query process. It is an interpreter started with
-``-I -S`` (no site, no environment, no cwd on the path) running the stdlib source below, with
-its address space capped; frames are length-prefixed ``marshal`` data between two copies of
-the same interpreter.
+The worker is kept warm between queries and killed outright at the hard timeout, so
+catastrophic backtracking such as ``(a+)+$`` burns a core for at most ``regexTimeoutMs`` and
+can never stall the query process. Only the search itself is timed: the worker's interpreter
+has said it is ready before any pattern is sent, and the pattern is compiled (a bad one
+answers ``invalid_regex``) and the haystacks unpacked before the ``run`` that starts the
+clock, so a loaded machine delays those steps (under their own generous bound) instead of
+turning a valid ``b+`` into a timeout. A replacement worker is started as soon as one is
+killed, so the next query finds it warm. It is an interpreter started with ``-I -S`` (no
+site, no environment, no cwd on the path) running the stdlib source below, with its address
+space capped; frames are length-prefixed ``marshal`` data between two copies of the same
+interpreter.
 
 The four limits and their structured errors are the seed's: ``regexMaxPatternBytes``
 (``regex_pattern_too_large``, checked before any worker runs), ``regexMaxHaystackTerms`` and
@@ -46,6 +53,10 @@ __all__ = ["RegexLimits", "RegexOutcome", "RegexRunner"]
 
 _HEADER: Final = struct.Struct("<I")
 _MEMORY_CAP: Final = 1 << 30
+# Bound on the untimed steps (interpreter start, compile and unpack): generous, since only a
+# machine under heavy load or a broken worker gets near it.
+_STEP_SECONDS: Final = 30.0
+_RUN: Final = marshal.dumps(("run",))
 
 # Runs in the worker: read a frame, compile, test every haystack, write a frame; repeat.
 _WORKER: Final = r"""
@@ -65,19 +76,29 @@ def read(n):
             raise SystemExit(0)
         data += chunk
     return data
+def write(answer):
+    out = marshal.dumps(answer)
+    wr.write(head.pack(len(out)) + out)
+    wr.flush()
+write(("ready", None))
+rx, haystacks = None, []
 while True:
     (size,) = head.unpack(read(head.size))
-    pattern, haystacks = marshal.loads(read(size))
+    job = marshal.loads(read(size))
     try:
-        rx = re.compile(pattern, re.IGNORECASE)
-        answer = ("ok", [i for i, h in enumerate(haystacks) if rx.search(h) is not None])
+        if job[0] == "load":
+            rx, haystacks = None, job[2]
+            rx = re.compile(job[1], re.IGNORECASE)
+            answer = ("loaded", None)
+        elif rx is None:
+            answer = ("regex_worker_error", "run before load")
+        else:
+            answer = ("ok", [i for i, h in enumerate(haystacks) if rx.search(h) is not None])
     except (re.error, OverflowError, ValueError, TypeError, RecursionError) as exc:
         answer = ("invalid_regex", str(exc))
     except MemoryError:
         answer = ("regex_worker_error", "the regex worker ran out of memory")
-    out = marshal.dumps(answer)
-    wr.write(head.pack(len(out)) + out)
-    wr.flush()
+    write(answer)
 """.replace("MEMORY_CAP", str(_MEMORY_CAP))
 
 
@@ -105,6 +126,10 @@ def _error(code: str, message: str) -> RegexOutcome:
     return RegexOutcome((), {"code": code, "message": message})
 
 
+class _WorkerFailed(Exception):
+    """The worker died, answered nonsense, or missed a step's own (untimed-search) bound."""
+
+
 class _Worker:
     def __init__(self) -> None:
         self.proc = subprocess.Popen(
@@ -114,6 +139,7 @@ class _Worker:
             stderr=subprocess.DEVNULL,
             close_fds=True,
         )
+        self.ready = False
 
     @property
     def alive(self) -> bool:
@@ -127,11 +153,21 @@ class _Worker:
             if stream is not None:
                 stream.close()
 
-    def ask(self, payload: bytes, deadline: float) -> tuple[str, Any] | None:
-        """Send one job; None when the deadline passed first (the caller kills us)."""
-        assert self.proc.stdin is not None and self.proc.stdout is not None
-        self.proc.stdin.write(_HEADER.pack(len(payload)) + payload)
+    def wait_ready(self) -> None:
+        """Block until the interpreter has started (once per worker, never on the clock)."""
+        if not self.ready:
+            if self.receive(time.monotonic() + _STEP_SECONDS) != ("ready", None):
+                raise _WorkerFailed("the regex worker did not start")
+            self.ready = True
+
+    def send(self, job: bytes) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(_HEADER.pack(len(job)) + job)
         self.proc.stdin.flush()
+
+    def receive(self, deadline: float) -> tuple[str, Any] | None:
+        """The next answer; None when *deadline* passed first (the caller kills us)."""
+        assert self.proc.stdout is not None
         fd = self.proc.stdout.fileno()
         data = bytearray()
         need = _HEADER.size
@@ -164,6 +200,15 @@ class RegexRunner:
         self._worker: _Worker | None = None
         self._lock = threading.Lock()
 
+    def warm(self) -> None:
+        """Start the worker now, so the first query does not wait for an interpreter."""
+        with self._lock:
+            if self._worker is None or not self._worker.alive:
+                try:
+                    self._worker = _Worker()
+                except OSError:
+                    self._worker = None
+
     def run(self, pattern: str, haystacks: Sequence[str]) -> RegexOutcome:
         size = len(pattern.encode("utf-8", "surrogatepass"))
         if size > self.limits.max_pattern_bytes:
@@ -171,7 +216,7 @@ class RegexRunner:
                 "regex_pattern_too_large",
                 f"Regex pattern is {size} bytes; limit is {self.limits.max_pattern_bytes}.",
             )
-        payload = marshal.dumps((pattern, list(haystacks)))
+        load = marshal.dumps(("load", pattern, list(haystacks)))
         with self._lock:
             worker = self._worker
             if worker is None or not worker.alive:
@@ -179,16 +224,23 @@ class RegexRunner:
                     worker = self._worker = _Worker()
                 except OSError as exc:
                     return _error("regex_worker_error", f"cannot start the regex worker: {exc}")
-            deadline = time.monotonic() + self.limits.timeout_ms / 1000
             try:
-                answer = worker.ask(payload, deadline)
-            except (OSError, EOFError, ValueError, struct.error) as exc:
-                worker.kill()
-                self._worker = None
+                worker.wait_ready()
+                worker.send(load)
+                loaded = worker.receive(time.monotonic() + _STEP_SECONDS)
+                if loaded is None:
+                    raise _WorkerFailed("the regex worker did not load the pattern in time")
+                if loaded[0] == "loaded":
+                    worker.send(_RUN)
+                    # the clock: from the moment the search is asked for
+                    answer = worker.receive(time.monotonic() + self.limits.timeout_ms / 1000)
+                else:
+                    answer = loaded
+            except (OSError, EOFError, ValueError, struct.error, _WorkerFailed) as exc:
+                self._replace(worker)
                 return _error("regex_worker_error", f"the regex worker failed: {exc}")
             if answer is None:
-                worker.kill()
-                self._worker = None
+                self._replace(worker)
                 return _error(
                     "regex_timeout", f"Regex execution exceeded {self.limits.timeout_ms} ms."
                 )
@@ -199,6 +251,14 @@ class RegexRunner:
             return _error(status, body)
         return _error("regex_worker_error", "Regex worker returned an invalid result.")
 
+    def _replace(self, worker: _Worker) -> None:
+        """Kill *worker* and start its successor now, while no query waits for it."""
+        worker.kill()
+        try:
+            self._worker = _Worker()
+        except OSError:
+            self._worker = None
+
     def close(self) -> None:
         with self._lock:
             if self._worker is not None:
@@ -206,6 +266,6 @@ class RegexRunner:
                 self._worker = None
 
     def __del__(self) -> None:  # a forgotten runner must not leave a process behind
-        worker = self._worker
+        worker = getattr(self, "_worker", None)
         if worker is not None and worker.alive:
             worker.proc.kill()
