@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from store.tokens import TOKENIZER_VERSION
+
 __all__ = ["Policy"]
 
 
@@ -20,5 +22,6 @@ class Policy:
         return (
             f"entry:{self.max_entry_chars};thinking:{str(self.index_thinking).lower()};"
             f"tool-output:{str(self.index_tool_output).lower()};"
-            f"vocab:{self.max_cold_vocabulary_bytes};cache:{self.max_cold_cache_bytes}"
+            f"vocab:{self.max_cold_vocabulary_bytes};cache:{self.max_cold_cache_bytes};"
+            f"tokens:{TOKENIZER_VERSION}"
         )
