@@ -17,8 +17,10 @@ result never pretends to be more complete than its inputs (reference §1.6/§1.7
 
 from __future__ import annotations
 
+import bisect
 import heapq
 import math
+from array import array
 from collections import Counter
 from collections.abc import Container, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -27,6 +29,7 @@ from typing import Final, overload
 from query.args import Filters
 from query.generation import ColdSession, HotIndex, RecordUnavailable, ShardData
 from query.lexicon import ColdLexicon, ScopePlaces, flag_of
+from query.literals import Clauses, fold, required
 from query.postings import decode_pairs
 from query.regex import RegexLimits, RegexRunner
 from query.vocabulary import TermIndex, blob_contains, blob_terms
@@ -569,6 +572,66 @@ def _cold_haystack(
 
 
 @dataclass(slots=True)
+class _Folded:
+    """Texts joined (``\\n`` between) after ``fold``, to find which hold a literal at C speed:
+    text *k* is ``folded[starts[k] : starts[k + 1] - 1]``."""
+
+    folded: str
+    starts: array[int]
+
+    @classmethod
+    def of(cls, texts: Sequence[str]) -> _Folded:
+        starts = array("Q", [0])
+        at = 0
+        parts: list[str] = []
+        for text in texts:
+            part = fold(text)
+            parts.append(part)
+            at += len(part) + 1
+            starts.append(at)
+        return cls("\n".join(parts), starts)
+
+    def holding(self, clauses: Clauses) -> list[int]:
+        """Ascending numbers of the texts that hold a string of every clause.
+
+        The clause with the longest shortest string drives: each hit skips to the next text,
+        so the work is one C-level ``find`` per candidate; the other clauses are checked on
+        the candidates only.
+        """
+        driver = max(clauses, key=lambda c: min(map(len, c)))
+        rest = [c for c in clauses if c is not driver]
+        folded, starts = self.folded, self.starts
+        found: set[int] = set()
+        for literal in driver:
+            at = folded.find(literal)
+            while at >= 0:
+                k = bisect.bisect_right(starts, at) - 1
+                found.add(k)
+                at = folded.find(literal, starts[k + 1])
+        if not rest:
+            return sorted(found)
+        out: list[int] = []
+        for k in sorted(found):
+            text = folded[starts[k] : starts[k + 1] - 1]
+            if all(any(s in text for s in clause) for clause in rest):
+                out.append(k)
+        return out
+
+
+@dataclass(slots=True)
+class _Corpus:
+    """Everything a regex may run over in one scope, with the index that finds candidates:
+    every hot entry of the index, and every distinct cold term of the eligible digests."""
+
+    hot: _Folded | None = None
+    hot_targets: list[tuple[int, int]] = field(default_factory=list)  # (shard number, pos)
+    terms: list[str] = field(default_factory=list)
+    term_holders: list[list[int]] = field(default_factory=list)
+    cold: _Folded | None = None
+    unavailable: set[str] = field(default_factory=set)
+
+
+@dataclass(slots=True)
 class _Haystack:
     """What a regex runs over: hot entry texts, then distinct cold terms, within the caps."""
 
@@ -580,99 +643,127 @@ class _Haystack:
     unavailable: set[str] = field(default_factory=set)
 
 
-# The last haystack and what it was built from (held, so the identities stay valid): a
+# The last corpus and what it was built from (held, so the identities stay valid): a
 # long-lived engine asked regexes over the same scope builds it once per generation.
-_LAST_HAYSTACK: list[tuple[tuple[object, ...], _Haystack]] = []
+_LAST_CORPUS: list[tuple[tuple[object, ...], _Corpus]] = []
+
+
+def _corpus(
+    hot: HotScope | None,
+    cold: ColdScope | None,
+    eligible: Sequence[tuple[ColdSession, int]],
+    filters: Filters,
+) -> _Corpus:
+    key = (
+        hot.index if hot else None,
+        cold.sessions if cold else None,
+        cold.branches if cold else None,
+        cold.lexicon if cold else None,
+        filters if cold and filters.any else None,  # filters decide the eligible digests
+    )
+    if _LAST_CORPUS:
+        (held, found) = _LAST_CORPUS[0]
+        if all(a is b or a == b for a, b in zip(held, key, strict=True)):
+            return found
+    out = _Corpus()
+    if hot is not None:
+        shards = hot.index.shards
+        out.hot_targets = [
+            (no, pos) for no, s in enumerate(shards) for pos in range(len(s.entries))
+        ]
+        out.hot = _Folded.of([shards[no].entries[pos].text for no, pos in out.hot_targets])
+    if eligible and cold is not None:
+        found_in = SearchResult()
+        seen: dict[bytes, int] = {}
+        for term, digests in _cold_haystack(cold, eligible, found_in):
+            at = seen.get(term)
+            if at is not None:
+                out.term_holders[at].extend(digests)
+                continue
+            seen[term] = len(out.terms)
+            out.terms.append(term.decode("utf-8", "replace"))
+            out.term_holders.append(list(digests))
+        out.cold = _Folded.of(out.terms)
+        out.unavailable = found_in.unavailable
+    _LAST_CORPUS[:] = [(key, out)]
+    return out
 
 
 def _haystack(
     hot: HotScope | None,
     cold: ColdScope | None,
     eligible: Sequence[tuple[ColdSession, int]],
+    plan: Plan,
     filters: Filters,
     limits: RegexLimits,
 ) -> _Haystack:
-    key = (
-        hot.index if hot else None,
-        hot.shards if hot else None,
-        cold.sessions if cold else None,
-        cold.branches if cold else None,
-        cold.lexicon if cold else None,
-        filters,
-        limits,
+    """The candidates of *plan*'s pattern: the texts holding its required literals (every
+    text when it requires none), in scope order, within the limits."""
+    clauses = required(plan.pattern)
+    if clauses is None:
+        return _Haystack()  # does not parse: the worker answers invalid_regex on nothing
+    return _build_haystack(
+        hot, eligible, _corpus(hot, cold, eligible, filters), clauses, filters, limits
     )
-    if _LAST_HAYSTACK:
-        (held, found) = _LAST_HAYSTACK[0]
-        if len(held) == len(key) and all(a is b or a == b for a, b in zip(held, key, strict=True)):
-            return found
-    out = _build_haystack(hot, cold, eligible, filters, limits)
-    _LAST_HAYSTACK[:] = [(key, out)]
-    return out
 
 
 def _build_haystack(
     hot: HotScope | None,
-    cold: ColdScope | None,
     eligible: Sequence[tuple[ColdSession, int]],
+    corpus: _Corpus,
+    clauses: Clauses,
     filters: Filters,
     limits: RegexLimits,
 ) -> _Haystack:
-    out = _Haystack()
+    out = _Haystack(unavailable=corpus.unavailable)
     haystacks = out.texts
     size = 0
-    complete = True
 
     def fits(text: str, n: int = -1) -> bool:
-        nonlocal size, complete
+        nonlocal size
         if n < 0:
             n = len(text.encode("utf-8", "surrogatepass"))
         if len(haystacks) >= limits.max_haystack_terms:
             out.reasons.add("regex_max_haystack_terms")
-            complete = False
             return False
         if size + n > limits.max_haystack_bytes:
             out.reasons.add("regex_max_haystack_bytes")
-            complete = False
             return False
         size += n
         return True
 
-    if hot is not None:
+    if hot is not None and corpus.hot is not None:
         cand = _select(hot, filters, 2**62)
-        for no in cand.order:
-            shard = hot.index.shards[no]
-            for pos in cand.by_shard[no].positions:
-                text = shard.entries[pos].text
-                if not fits(text):
-                    break
-                haystacks.append(text)
-                out.targets.append((shard, pos))
-            if not complete:
+        rank = {no: r for r, no in enumerate(cand.order)}
+        targets = corpus.hot_targets
+        if clauses:
+            picked = [
+                (rank[no], pos)
+                for k in corpus.hot.holding(clauses)
+                if (no := targets[k][0]) in rank
+                and (pos := targets[k][1]) in cand.by_shard[no].member
+            ]
+            picked.sort()
+            chosen = [(cand.order[r], pos) for r, pos in picked]
+        else:
+            chosen = [(no, pos) for no in cand.order for pos in cand.by_shard[no].positions]
+        shards = hot.index.shards
+        for no, pos in chosen:
+            shard = shards[no]
+            text = shard.entries[pos].text
+            if not fits(text):
                 break
+            haystacks.append(text)
+            out.targets.append((shard, pos))
     out.hot_count = len(haystacks)
-    # Each distinct cold term is one haystack, however many digests hold it.
-    term_holders = out.term_holders
-    seen: dict[bytes, int] = {}
-
-    def add(term: bytes, digests: Sequence[int]) -> bool:
-        at = seen.get(term)
-        if at is not None:
-            term_holders[at].extend(digests)
-            return True
-        text = term.decode("utf-8", "replace")
-        if not fits(text, len(term)):
-            return False
-        seen[term] = len(term_holders)
-        term_holders.append(list(digests))
-        haystacks.append(text)
-        return True
-
-    if complete and eligible and cold is not None:
-        found = SearchResult()
-        for term, digests in _cold_haystack(cold, eligible, found):
-            if not add(term, digests):
+    if not out.reasons and eligible and corpus.cold is not None:
+        numbers = corpus.cold.holding(clauses) if clauses else range(len(corpus.terms))
+        for i in numbers:
+            term = corpus.terms[i]
+            if not fits(term):
                 break
-        out.unavailable = found.unavailable
+            haystacks.append(term)
+            out.term_holders.append(corpus.term_holders[i])
     return out
 
 
@@ -686,7 +777,7 @@ def _regex(
     budgets: Budgets,
     result: SearchResult,
 ) -> list[Item]:
-    hay = _haystack(hot, cold, eligible, filters, runner.limits)
+    hay = _haystack(hot, cold, eligible, plan, filters, runner.limits)
     result.reasons |= hay.reasons
     result.unavailable |= hay.unavailable
     haystacks, targets, hot_count, term_holders = (

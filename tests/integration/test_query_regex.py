@@ -94,12 +94,18 @@ def test_recall_reports_regex_limits_as_coverage(tmp_path: Path) -> None:
         assert again["coverage"]["complete"] is True
         invalid = kit.recall(query="(?<name>x)", queryMode="regex", scope="session")
         assert invalid["coverage"]["error"]["code"] == "invalid_regex"
+        # The limits apply to candidates: a pattern's literal picks the one entry holding it,
+        # and a pattern without one is capped by the whole scope.
         kit.configure(regexMaxHaystackTerms=1)
-        capped = kit.recall(query="other", queryMode="regex", scope="project")
+        capped = kit.recall(query=r"\w+", queryMode="regex", scope="project")
         assert "regex_max_haystack_terms" in capped["coverage"]["reasons"]
+        picked = kit.recall(query="oth[e]r", queryMode="regex", scope="project")
+        assert picked["total"] == 1 and picked["coverage"]["reasons"] == ["max_entry_chars"]
         kit.configure(regexMaxHaystackTerms=20_000, regexMaxHaystackBytes=1024)
-        capped = kit.recall(query="other", queryMode="regex", scope="project")
+        capped = kit.recall(query=r"\w+", queryMode="regex", scope="project")
         assert "regex_max_haystack_bytes" in capped["coverage"]["reasons"]
+        picked = kit.recall(query="code", queryMode="regex", scope="project")
+        assert picked["total"] == 1 and picked["coverage"]["reasons"] == ["max_entry_chars"]
     finally:
         kit.close()
 
