@@ -23,7 +23,7 @@ import math
 from array import array
 from collections import Counter
 from collections.abc import Container, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Final, overload
 
 from query.args import Filters
@@ -31,6 +31,7 @@ from query.generation import ColdSession, HotIndex, RecordUnavailable, ShardData
 from query.lexicon import ColdLexicon, ScopePlaces, flag_of
 from query.literals import Clauses, fold, required
 from query.postings import decode_pairs
+from query.prefix import expand, prefixes_of
 from query.regex import RegexLimits, RegexRunner
 from query.vocabulary import TermIndex, blob_contains, blob_terms
 from store.records import NormalizedEntry
@@ -75,6 +76,8 @@ class Plan:
     phrase: str = ""
     pattern: str = ""
     match: str = "any"
+    # literal terms (also in ``terms``) that stand for every term they begin (query.prefix)
+    prefixes: tuple[str, ...] = ()
 
 
 def plan_query(query: str | None, mode: str, match: str) -> Plan:
@@ -86,7 +89,8 @@ def plan_query(query: str | None, mode: str, match: str) -> Plan:
     if mode == "phrase":
         phrase = normalize_text(query.strip())
         return Plan("phrase", terms=tuple(unique_terms(phrase)), phrase=phrase, match="all")
-    return Plan("literal", terms=tuple(unique_terms(query)), match=match)
+    prefixes = prefixes_of(query, match)
+    return Plan("literal", terms=tuple(unique_terms(query)), match=match, prefixes=prefixes)
 
 
 def provenance_weight(e: NormalizedEntry, filters: Filters) -> float:
@@ -817,6 +821,25 @@ def _regex(
     return [*located, *sessions]
 
 
+def _expanded(
+    plan: Plan, hot: HotScope | None, cold: ColdScope | None, result: SearchResult
+) -> Plan:
+    """*plan* with each prefix replaced by the terms it begins (see ``query.prefix``)."""
+    terms = [t for t in plan.terms if t not in plan.prefixes]
+    for prefix in plan.prefixes:
+        found, complete = expand(
+            prefix,
+            hot=hot.index if hot is not None else None,
+            cold=cold.sessions if cold is not None else (),
+            lexicon=cold.lexicon if cold is not None else None,
+            term_index=cold.terms[0] if cold is not None and cold.terms is not None else None,
+        )
+        if not complete:
+            result.reasons.add("prefix_expansion_limit")
+        terms.extend(found)
+    return replace(plan, terms=tuple(dict.fromkeys(terms)), prefixes=())
+
+
 # ----------------------------------------------------------------------------------- search
 
 
@@ -836,6 +859,8 @@ def search(
     ``total`` still counts every item within the budget.
     """
     result = SearchResult()
+    if plan.prefixes:
+        plan = _expanded(plan, hot, cold, result)
     eligible: Sequence[tuple[ColdSession, int]] = []
     if cold is not None:
         # A term lookup through the lexicon checks the structural filters on its candidates

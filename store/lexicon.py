@@ -389,6 +389,19 @@ class LexiconSegment:
             for i, term in enumerate(block.terms):
                 yield term, postings[starts[i] : starts[i + 1]]
 
+    def with_prefix(self, prefix: bytes, limit: int) -> list[bytes]:
+        """The first *limit* terms (in order) that start with *prefix* (prefix search)."""
+        out: list[bytes] = []
+        k = max(bisect.bisect_right(self._first, prefix) - 1, 0)
+        while k < self._blocks and len(out) < limit:
+            terms = self._block(k).terms
+            for i in range(bisect.bisect_left(terms, prefix), len(terms)):
+                if not terms[i].startswith(prefix) or len(out) >= limit:
+                    return out
+                out.append(terms[i])
+            k += 1
+        return out
+
     def _read_once(self, k: int) -> _Block:
         """Block *k* without caching it (a full scan should not evict the lookups' blocks)."""
         found = self._block(k)
