@@ -14,14 +14,14 @@ from tests.unit.query.kit import CWD, T0, Kit
 def test_cjk_queries_find_their_entries(tmp_path: Path, hot: int) -> None:
     kit = Kit(tmp_path / "k", hotSessions=hot)
     try:
-        kit.session(
-            "ja",
-            [header("ja", CWD), user("u", None, "技術スタックを更新しました", T0)],
-            mtime_s=30,
-        )
-        kit.session("zh", [header("zh", CWD), user("u", None, "请优化README的结构", T0)], mtime_s=20)
-        kit.session("ko", [header("ko", CWD), user("u", None, "한국어 텍스트 검색", T0)], mtime_s=10)
-        kit.session("en", [header("en", CWD), user("u", None, "plain stack update", T0)], mtime_s=5)
+        texts = {
+            "ja": "技術スタックを更新しました",
+            "zh": "请优化README的结构",
+            "ko": "한국어 텍스트 검색",
+            "en": "plain stack update",
+        }
+        for age, (name, text) in enumerate(texts.items()):
+            kit.session(name, [header(name, CWD), user("u", None, text, T0)], mtime_s=40 - age)
         kit.build()
 
         def sessions(query: str, **args: str) -> list[str]:
