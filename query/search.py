@@ -34,6 +34,7 @@ from query.postings import decode_pairs
 from query.prefix import expand, prefixes_of
 from query.regex import RegexLimits, RegexRunner
 from query.vocabulary import TermIndex, blob_contains, blob_terms
+from store.lexicon import LexiconSegment
 from store.records import NormalizedEntry
 from store.tokens import normalize_text, unique_terms
 
@@ -622,17 +623,130 @@ class _Folded:
         return out
 
 
+def _span(blob: bytes | str, at: int) -> tuple[int, int]:
+    """Start and end of the ``\\n``-separated line of *blob* holding position *at*."""
+    if isinstance(blob, bytes):
+        end = blob.find(b"\n", at)
+        return blob.rfind(b"\n", 0, at) + 1, len(blob) if end < 0 else end
+    end = blob.find("\n", at)
+    return blob.rfind("\n", 0, at) + 1, len(blob) if end < 0 else end
+
+
+@dataclass(slots=True)
+class _TermText:
+    """Sorted terms of one vocabulary (or lexicon segment), ``\\n``-joined: ``search`` after
+    ``fold`` and ``original`` at the same positions (bytes while they are ASCII, where folding
+    is lowercasing and terms are lowercase already); ``source`` says where holders come from:
+    a lexicon segment's number in ``_Corpus.segments``, or -1 for ``digest``'s own."""
+
+    search: bytes | str
+    original: bytes | str
+    source: int
+    digest: int = -1
+
+    def holding(self, clauses: Clauses) -> Iterator[bytes]:
+        """The original UTF-8 bytes of every term holding a string of every clause."""
+        blob, wide = self.search, isinstance(self.search, str)
+        # an ASCII blob cannot hold a string that is not ASCII
+        usable = [
+            [x if wide else x.encode() for x in clause if wide or x.isascii()] for clause in clauses
+        ]
+        if not all(usable):
+            return
+        driver = max(usable, key=lambda c: min(map(len, c)))
+        rest = [c for c in usable if c is not driver]
+        seen: set[int] = set()
+        for literal in driver:
+            at = blob.find(literal)  # type: ignore[arg-type]
+            while at >= 0:
+                start, end = _span(blob, at)
+                if start not in seen:
+                    seen.add(start)
+                    term = blob[start:end]
+                    if all(any(x in term for x in clause) for clause in rest):  # type: ignore[operator]
+                        found = self.original[start:end]
+                        yield found if isinstance(found, bytes) else found.encode("utf-8")
+                at = blob.find(literal, end)  # type: ignore[arg-type]
+
+
+def _term_texts(blob: bytes, source: int, digest: int = -1) -> list[_TermText]:
+    if blob.isascii():
+        return [_TermText(blob, blob, source, digest)]
+    text = blob.decode("utf-8", "surrogateescape")
+    folded = fold(text)
+    if len(folded) == len(text):
+        return [_TermText(folded, text, source, digest)]
+    # folding changed a length (it does not for lowercase tokens): each term apart
+    return [_TermText(fold(t), t, source, digest) for t in text.split("\n")]
+
+
 @dataclass(slots=True)
 class _Corpus:
-    """Everything a regex may run over in one scope, with the index that finds candidates:
-    every hot entry of the index, and every distinct cold term of the eligible digests."""
+    """Everything a regex may run over in one scope, with what finds its candidates: every
+    hot entry of the index folded, and the cold vocabularies of the eligible digests as
+    joined term texts (the lexicon's segments, or the digests' own)."""
 
     hot: _Folded | None = None
     hot_targets: list[tuple[int, int]] = field(default_factory=list)  # (shard number, pos)
-    terms: list[str] = field(default_factory=list)
-    term_holders: list[list[int]] = field(default_factory=list)
-    cold: _Folded | None = None
+    cold: list[_TermText] = field(default_factory=list)
+    # per lexicon segment used: the segment, and its digest ordinal -> eligible position
+    segments: list[tuple[LexiconSegment, list[int]]] = field(default_factory=list)
+    flag: int = 0
     unavailable: set[str] = field(default_factory=set)
+
+    def cold_candidates(self, clauses: Clauses) -> list[tuple[str, list[int]]]:
+        """Distinct cold terms holding every clause, each with its eligible holders, sorted."""
+        found: dict[bytes, list[int]] = {}
+        for text in self.cold:
+            for term in text.holding(clauses):
+                if text.source < 0:
+                    holders = [text.digest]
+                else:
+                    segment, at = self.segments[text.source]
+                    flag = self.flag
+                    postings = segment.postings(term)
+                    holders = [d for p in postings if p & flag and (d := at[p >> 2]) >= 0]
+                if holders:
+                    found.setdefault(term, []).extend(holders)
+        return [(t.decode("utf-8", "replace"), found[t]) for t in sorted(found)]
+
+
+def _cold_corpus(
+    cold: ColdScope, eligible: Sequence[tuple[ColdSession, int]], out: _Corpus
+) -> None:
+    """The joined term texts ``_cold_haystack`` would walk, read block by block (see there
+    for when the lexicon is read and when the digests' own vocabularies are)."""
+    lexicon = cold.lexicon
+    own: Sequence[int] = range(len(eligible))
+    if lexicon is not None:
+        position = {c.name: d for d, (c, _) in enumerate(eligible)}
+        covered = sum(1 for name in position if name in lexicon.covered)
+        if covered and covered * _LEXICON_WALK_SHARE >= len(lexicon.covered):
+            out.flag = flag_of(cold.branches)
+            for segment in lexicon.segments:
+                at = [position.get(name, -1) for name in segment.digests]
+                if max(at, default=-1) < 0:
+                    continue
+                source = len(out.segments)
+                out.segments.append((segment, at))
+                narrow: list[bytes] = []
+                for blob in segment.term_blobs():
+                    if blob.isascii():
+                        narrow.append(blob)
+                    else:
+                        out.cold.extend(_term_texts(blob, source))
+                if narrow:
+                    out.cold.extend(_term_texts(b"\n".join(narrow), source))
+            own = [d for d, (c, _) in enumerate(eligible) if c.name not in lexicon.covered]
+    for d in own:
+        c = eligible[d][0]
+        try:
+            vocabulary = c.vocabulary
+        except RecordUnavailable:
+            out.unavailable.add(c.state.path)
+            continue
+        if vocabulary:
+            out.cold.extend(_term_texts(vocabulary, -1, d))
 
 
 @dataclass(slots=True)
@@ -677,18 +791,7 @@ def _corpus(
         ]
         out.hot = _Folded.of([shards[no].entries[pos].text for no, pos in out.hot_targets])
     if eligible and cold is not None:
-        found_in = SearchResult()
-        seen: dict[bytes, int] = {}
-        for term, digests in _cold_haystack(cold, eligible, found_in):
-            at = seen.get(term)
-            if at is not None:
-                out.term_holders[at].extend(digests)
-                continue
-            seen[term] = len(out.terms)
-            out.terms.append(term.decode("utf-8", "replace"))
-            out.term_holders.append(list(digests))
-        out.cold = _Folded.of(out.terms)
-        out.unavailable = found_in.unavailable
+        _cold_corpus(cold, eligible, out)
     _LAST_CORPUS[:] = [(key, out)]
     return out
 
@@ -706,13 +809,14 @@ def _haystack(
     clauses = required(plan.pattern)
     if clauses is None:
         return _Haystack()  # does not parse: the worker answers invalid_regex on nothing
-    return _build_haystack(
-        hot, eligible, _corpus(hot, cold, eligible, filters), clauses, filters, limits
-    )
+    # no literal: nothing to find candidates with, every text is one (cut by the limits)
+    corpus = _corpus(hot, cold, eligible, filters) if clauses else _Corpus()
+    return _build_haystack(hot, cold, eligible, corpus, clauses, filters, limits)
 
 
 def _build_haystack(
     hot: HotScope | None,
+    cold: ColdScope | None,
     eligible: Sequence[tuple[ColdSession, int]],
     corpus: _Corpus,
     clauses: Clauses,
@@ -736,11 +840,11 @@ def _build_haystack(
         size += n
         return True
 
-    if hot is not None and corpus.hot is not None:
+    if hot is not None:
         cand = _select(hot, filters, 2**62)
         rank = {no: r for r, no in enumerate(cand.order)}
         targets = corpus.hot_targets
-        if clauses:
+        if clauses and corpus.hot is not None:
             picked = [
                 (rank[no], pos)
                 for k in corpus.hot.holding(clauses)
@@ -760,14 +864,30 @@ def _build_haystack(
             haystacks.append(text)
             out.targets.append((shard, pos))
     out.hot_count = len(haystacks)
-    if not out.reasons and eligible and corpus.cold is not None:
-        numbers = corpus.cold.holding(clauses) if clauses else range(len(corpus.terms))
-        for i in numbers:
-            term = corpus.terms[i]
+    if out.reasons or not eligible or cold is None:
+        return out
+    if clauses:
+        for term, holders in corpus.cold_candidates(clauses):
             if not fits(term):
                 break
             haystacks.append(term)
-            out.term_holders.append(corpus.term_holders[i])
+            out.term_holders.append(holders)
+        return out
+    # No literal: every distinct term, in walk order, until the limits cut them.
+    seen: dict[bytes, int] = {}
+    found = SearchResult()
+    for raw, digests in _cold_haystack(cold, eligible, found):
+        at = seen.get(raw)
+        if at is not None:
+            out.term_holders[at - out.hot_count].extend(digests)
+            continue
+        term = raw.decode("utf-8", "replace")
+        if not fits(term, len(raw)):
+            break
+        seen[raw] = len(haystacks)
+        haystacks.append(term)
+        out.term_holders.append(list(digests))
+    out.unavailable = out.unavailable | found.unavailable
     return out
 
 
