@@ -125,3 +125,27 @@ def test_cold_regex_haystack_is_the_vocabulary(tmp_path: Path) -> None:
         assert kit.recall(query="zebra crossing", queryMode="regex", scope="project")["total"] == 0
     finally:
         kit.close()
+
+
+@pytest.mark.parametrize("hot", [10, 0], ids=["hot", "cold"])
+def test_candidates_by_literal_find_what_the_pattern_matches(tmp_path: Path, hot: int) -> None:
+    kit = Kit(tmp_path / "k", hotSessions=hot, regexMaxHaystackTerms=2)
+    try:
+        kit.session("g", [header("g", CWD), user("u", None, "ΟΔΟΣ and Straße", T0)], mtime_s=30)
+        kit.session("p", [header("p", CWD), user("u", None, "planted qjabcdefgh1", T0)], mtime_s=20)
+        words = " ".join(f"filler{i}" for i in range(50))
+        kit.session("f", [header("f", CWD), user("u", None, words, T0)], mtime_s=10)
+        kit.build()
+
+        def hits(pattern: str) -> tuple[list[str], list[str]]:
+            page = kit.recall(query=pattern, queryMode="regex", scope="project")
+            return [h["sessionId"] for h in page["hits"]], page["coverage"]["reasons"]
+
+        # 2 haystacks at most, 3 entries or 50+ terms in scope: only candidates fit
+        assert hits(r"qjabcde[a-z0-9]+") == (["pi:p"], [])
+        assert hits(r"οδοσ")[0] == ["pi:g"]  # σ and ς are one letter under IGNORECASE
+        assert hits(r"STRA(ss|ß)e")[0] == ["pi:g"]
+        assert hits(r"nowhere\d")[0] == []
+        assert "regex_max_haystack_terms" in hits(r"\w+")[1]  # no literal: the whole scope
+    finally:
+        kit.close()

@@ -163,3 +163,8 @@ def test_the_cjk_table_holds_exactly_the_scripts_it_names() -> None:
         elif is_cjk(ch):
             allowed = ("IDEOGRAPHIC", "HANGZHOU", "VERTICAL", "HENTAIGANA", "OLD CHINESE")
             assert name.startswith(allowed), name
+
+
+@given(st.text(alphabet=st.one_of(st.characters(), st.sampled_from(CJK_EDGES))))
+def test_term_set_is_tokenize_on_arbitrary_text(text: str) -> None:
+    assert term_set([text]) == {t.encode("utf-8") for t in tokenize(text)}
