@@ -8,9 +8,12 @@
                   ◄──(matched indices)──
         deadline passed? ──► SIGKILL the worker, answer regex_timeout, start a new one
 
-The worker is kept warm between queries and killed outright at the hard timeout, so
-catastrophic backtracking such as ``(a+)+$`` burns a core for at most ``regexTimeoutMs`` and
-can never stall the query process. Only the search itself is timed: the worker's interpreter
+The worker is kept warm between queries and killed outright at the timeout, so catastrophic
+backtracking such as ``(a+)+$`` burns a core for at most ``regexTimeoutMs`` and can never
+stall the query process. The timeout counts the worker's CPU time where Linux's ``/proc``
+shows it (wall time elsewhere), with a wall-clock bound of 20x on top, so a worker waiting
+for a core on a busy machine is not mistaken for one that backtracks. Only the search itself
+is timed: the worker's interpreter
 has said it is ready before any pattern is sent, and the pattern is compiled (a bad one
 answers ``invalid_regex``) and the haystacks unpacked before the ``run`` that starts the
 clock, so a loaded machine delays those steps (under their own generous bound) instead of
@@ -57,6 +60,13 @@ _MEMORY_CAP: Final = 1 << 30
 # machine under heavy load or a broken worker gets near it.
 _STEP_SECONDS: Final = 30.0
 _RUN: Final = marshal.dumps(("run",))
+# The regex clock counts the worker's CPU time (read every _CPU_POLL_SECONDS); waiting for a
+# core is bounded apart, by a wall-clock deadline of _WALL_FACTOR x the timeout (at least
+# _WALL_FLOOR_SECONDS), so a worker that never gets to run still ends in regex_timeout.
+_CPU_POLL_SECONDS: Final = 0.01
+_WALL_FACTOR: Final = 20
+_WALL_FLOOR_SECONDS: Final = 5.0
+_TICKS: Final = float(os.sysconf("SC_CLK_TCK")) if hasattr(os, "sysconf") else 100.0
 
 # Runs in the worker: read a frame, compile, test every haystack, write a frame; repeat.
 _WORKER: Final = r"""
@@ -165,19 +175,42 @@ class _Worker:
         self.proc.stdin.write(_HEADER.pack(len(job)) + job)
         self.proc.stdin.flush()
 
-    def receive(self, deadline: float) -> tuple[str, Any] | None:
-        """The next answer; None when *deadline* passed first (the caller kills us)."""
+    def cpu_seconds(self) -> float | None:
+        """CPU time the worker has used (Linux ``/proc``), or None where it cannot be read."""
+        try:
+            with open(f"/proc/{self.proc.pid}/stat", "rb") as f:
+                fields = f.read().rsplit(b")", 1)[1].split()
+            return (int(fields[11]) + int(fields[12])) / _TICKS
+        except (OSError, IndexError, ValueError):
+            return None
+
+    def receive(self, deadline: float, cpu_budget: float | None = None) -> tuple[str, Any] | None:
+        """The next answer; None when *deadline* passed first (the caller kills us).
+
+        With *cpu_budget*, the answer is also given up once the worker has spent that much CPU
+        time from now: a search is stopped by what it burns, so a machine whose other work
+        keeps the worker waiting for a core does not turn a quick pattern into a timeout.
+        *deadline* is then the outer bound on waiting."""
         assert self.proc.stdout is not None
         fd = self.proc.stdout.fileno()
         data = bytearray()
         need = _HEADER.size
         size: int | None = None
+        spent_before = self.cpu_seconds() if cpu_budget is not None else None
         with selectors.DefaultSelector() as sel:
             sel.register(fd, selectors.EVENT_READ)
             while True:
                 remaining = deadline - time.monotonic()
-                if remaining <= 0 or not sel.select(remaining):
+                if remaining <= 0:
                     return None
+                if spent_before is None:
+                    if not sel.select(remaining):
+                        return None
+                elif not sel.select(min(remaining, _CPU_POLL_SECONDS)):
+                    spent = self.cpu_seconds()
+                    if spent is not None and spent - spent_before >= (cpu_budget or 0.0):
+                        return None
+                    continue  # unreadable for a moment: the outer deadline still holds
                 chunk = os.read(fd, 1 << 16)
                 if not chunk:
                     raise EOFError("regex worker exited")
@@ -232,8 +265,14 @@ class RegexRunner:
                     raise _WorkerFailed("the regex worker did not load the pattern in time")
                 if loaded[0] == "loaded":
                     worker.send(_RUN)
-                    # the clock: from the moment the search is asked for
-                    answer = worker.receive(time.monotonic() + self.limits.timeout_ms / 1000)
+                    # the clock: from the moment the search is asked for, in CPU time where
+                    # the worker's can be read, with wall time as the outer bound
+                    budget = self.limits.timeout_ms / 1000
+                    if worker.cpu_seconds() is None:
+                        answer = worker.receive(time.monotonic() + budget)
+                    else:
+                        wall = time.monotonic() + max(budget * _WALL_FACTOR, _WALL_FLOOR_SECONDS)
+                        answer = worker.receive(wall, budget)
                 else:
                     answer = loaded
             except (OSError, EOFError, ValueError, struct.error, _WorkerFailed) as exc:
