@@ -19,18 +19,23 @@ result never pretends to be more complete than its inputs (reference §1.6/§1.7
 
 from __future__ import annotations
 
+import bisect
 import heapq
 import math
+from array import array
 from collections.abc import Container, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Final, overload
 
 from query.args import Filters
 from query.generation import ColdSession, HotIndex, RecordUnavailable, ShardData
 from query.lexicon import ColdLexicon, ScopePlaces, flag_of
+from query.literals import Clauses, fold, required
 from query.postings import decode_pairs
+from query.prefix import expand, prefixes_of
 from query.regex import RegexLimits, RegexRunner
 from query.vocabulary import TermIndex, blob_contains, blob_terms
+from store.lexicon import LexiconSegment
 from store.rankstats import BUCKET_BITS, split
 from store.records import NormalizedEntry
 from store.tokens import normalize_text, unique_terms
@@ -88,6 +93,8 @@ class Plan:
     phrase: str = ""
     pattern: str = ""
     match: str = "any"
+    # literal terms (also in ``terms``) that stand for every term they begin (query.prefix)
+    prefixes: tuple[str, ...] = ()
 
 
 def plan_query(query: str | None, mode: str, match: str) -> Plan:
@@ -99,7 +106,8 @@ def plan_query(query: str | None, mode: str, match: str) -> Plan:
     if mode == "phrase":
         phrase = normalize_text(query.strip())
         return Plan("phrase", terms=tuple(unique_terms(phrase)), phrase=phrase, match="all")
-    return Plan("literal", terms=tuple(unique_terms(query)), match=match)
+    prefixes = prefixes_of(query, match)
+    return Plan("literal", terms=tuple(unique_terms(query)), match=match, prefixes=prefixes)
 
 
 def provenance_weight(e: NormalizedEntry, filters: Filters) -> float:
@@ -753,6 +761,179 @@ def _cold_haystack(
 
 
 @dataclass(slots=True)
+class _Folded:
+    """Texts joined (``\\n`` between) after ``fold``, to find which hold a literal at C speed:
+    text *k* is ``folded[starts[k] : starts[k + 1] - 1]``."""
+
+    folded: str
+    starts: array[int]
+
+    @classmethod
+    def of(cls, texts: Sequence[str]) -> _Folded:
+        starts = array("Q", [0])
+        at = 0
+        parts: list[str] = []
+        for text in texts:
+            part = fold(text)
+            parts.append(part)
+            at += len(part) + 1
+            starts.append(at)
+        return cls("\n".join(parts), starts)
+
+    def holding(self, clauses: Clauses) -> list[int]:
+        """Ascending numbers of the texts that hold a string of every clause.
+
+        The clause with the longest shortest string drives: each hit skips to the next text,
+        so the work is one C-level ``find`` per candidate; the other clauses are checked on
+        the candidates only.
+        """
+        driver = max(clauses, key=lambda c: min(map(len, c)))
+        rest = [c for c in clauses if c is not driver]
+        folded, starts = self.folded, self.starts
+        found: set[int] = set()
+        for literal in driver:
+            at = folded.find(literal)
+            while at >= 0:
+                k = bisect.bisect_right(starts, at) - 1
+                found.add(k)
+                at = folded.find(literal, starts[k + 1])
+        if not rest:
+            return sorted(found)
+        out: list[int] = []
+        for k in sorted(found):
+            text = folded[starts[k] : starts[k + 1] - 1]
+            if all(any(s in text for s in clause) for clause in rest):
+                out.append(k)
+        return out
+
+
+def _span(blob: bytes | str, at: int) -> tuple[int, int]:
+    """Start and end of the ``\\n``-separated line of *blob* holding position *at*."""
+    if isinstance(blob, bytes):
+        end = blob.find(b"\n", at)
+        return blob.rfind(b"\n", 0, at) + 1, len(blob) if end < 0 else end
+    end = blob.find("\n", at)
+    return blob.rfind("\n", 0, at) + 1, len(blob) if end < 0 else end
+
+
+@dataclass(slots=True)
+class _TermText:
+    """Sorted terms of one vocabulary (or lexicon segment), ``\\n``-joined: ``search`` after
+    ``fold`` and ``original`` at the same positions (bytes while they are ASCII, where folding
+    is lowercasing and terms are lowercase already); ``source`` says where holders come from:
+    a lexicon segment's number in ``_Corpus.segments``, or -1 for ``digest``'s own."""
+
+    search: bytes | str
+    original: bytes | str
+    source: int
+    digest: int = -1
+
+    def holding(self, clauses: Clauses) -> Iterator[bytes]:
+        """The original UTF-8 bytes of every term holding a string of every clause."""
+        blob, wide = self.search, isinstance(self.search, str)
+        # an ASCII blob cannot hold a string that is not ASCII
+        usable = [
+            [x if wide else x.encode() for x in clause if wide or x.isascii()] for clause in clauses
+        ]
+        if not all(usable):
+            return
+        driver = max(usable, key=lambda c: min(map(len, c)))
+        rest = [c for c in usable if c is not driver]
+        seen: set[int] = set()
+        for literal in driver:
+            at = blob.find(literal)  # type: ignore[arg-type]
+            while at >= 0:
+                start, end = _span(blob, at)
+                if start not in seen:
+                    seen.add(start)
+                    term = blob[start:end]
+                    if all(any(x in term for x in clause) for clause in rest):  # type: ignore[operator]
+                        found = self.original[start:end]
+                        yield found if isinstance(found, bytes) else found.encode("utf-8")
+                at = blob.find(literal, end)  # type: ignore[arg-type]
+
+
+def _term_texts(blob: bytes, source: int, digest: int = -1) -> list[_TermText]:
+    if blob.isascii():
+        return [_TermText(blob, blob, source, digest)]
+    text = blob.decode("utf-8", "surrogateescape")
+    folded = fold(text)
+    if len(folded) == len(text):
+        return [_TermText(folded, text, source, digest)]
+    # folding changed a length (it does not for lowercase tokens): each term apart
+    return [_TermText(fold(t), t, source, digest) for t in text.split("\n")]
+
+
+@dataclass(slots=True)
+class _Corpus:
+    """Everything a regex may run over in one scope, with what finds its candidates: every
+    hot entry of the index folded, and the cold vocabularies of the eligible digests as
+    joined term texts (the lexicon's segments, or the digests' own)."""
+
+    hot: _Folded | None = None
+    hot_targets: list[tuple[int, int]] = field(default_factory=list)  # (shard number, pos)
+    cold: list[_TermText] = field(default_factory=list)
+    # per lexicon segment used: the segment, and its digest ordinal -> eligible position
+    segments: list[tuple[LexiconSegment, list[int]]] = field(default_factory=list)
+    flag: int = 0
+    unavailable: set[str] = field(default_factory=set)
+
+    def cold_candidates(self, clauses: Clauses) -> list[tuple[str, list[int]]]:
+        """Distinct cold terms holding every clause, each with its eligible holders, sorted."""
+        found: dict[bytes, list[int]] = {}
+        for text in self.cold:
+            for term in text.holding(clauses):
+                if text.source < 0:
+                    holders = [text.digest]
+                else:
+                    segment, at = self.segments[text.source]
+                    flag = self.flag
+                    postings = segment.postings(term)
+                    holders = [d for p in postings if p & flag and (d := at[p >> 2]) >= 0]
+                if holders:
+                    found.setdefault(term, []).extend(holders)
+        return [(t.decode("utf-8", "replace"), found[t]) for t in sorted(found)]
+
+
+def _cold_corpus(
+    cold: ColdScope, eligible: Sequence[tuple[ColdSession, int]], out: _Corpus
+) -> None:
+    """The joined term texts ``_cold_haystack`` would walk, read block by block (see there
+    for when the lexicon is read and when the digests' own vocabularies are)."""
+    lexicon = cold.lexicon
+    own: Sequence[int] = range(len(eligible))
+    if lexicon is not None:
+        position = {c.name: d for d, (c, _) in enumerate(eligible)}
+        covered = sum(1 for name in position if name in lexicon.covered)
+        if covered and covered * _LEXICON_WALK_SHARE >= len(lexicon.covered):
+            out.flag = flag_of(cold.branches)
+            for segment in lexicon.segments:
+                at = [position.get(name, -1) for name in segment.digests]
+                if max(at, default=-1) < 0:
+                    continue
+                source = len(out.segments)
+                out.segments.append((segment, at))
+                narrow: list[bytes] = []
+                for blob in segment.term_blobs():
+                    if blob.isascii():
+                        narrow.append(blob)
+                    else:
+                        out.cold.extend(_term_texts(blob, source))
+                if narrow:
+                    out.cold.extend(_term_texts(b"\n".join(narrow), source))
+            own = [d for d, (c, _) in enumerate(eligible) if c.name not in lexicon.covered]
+    for d in own:
+        c = eligible[d][0]
+        try:
+            vocabulary = c.vocabulary
+        except RecordUnavailable:
+            out.unavailable.add(c.state.path)
+            continue
+        if vocabulary:
+            out.cold.extend(_term_texts(vocabulary, -1, d))
+
+
+@dataclass(slots=True)
 class _Haystack:
     """What a regex runs over: hot entry texts, then distinct cold terms, within the caps."""
 
@@ -764,99 +945,133 @@ class _Haystack:
     unavailable: set[str] = field(default_factory=set)
 
 
-# The last haystack and what it was built from (held, so the identities stay valid): a
+# The last corpus and what it was built from (held, so the identities stay valid): a
 # long-lived engine asked regexes over the same scope builds it once per generation.
-_LAST_HAYSTACK: list[tuple[tuple[object, ...], _Haystack]] = []
+_LAST_CORPUS: list[tuple[tuple[object, ...], _Corpus]] = []
+
+
+def _corpus(
+    hot: HotScope | None,
+    cold: ColdScope | None,
+    eligible: Sequence[tuple[ColdSession, int]],
+    filters: Filters,
+) -> _Corpus:
+    key = (
+        hot.index if hot else None,
+        cold.sessions if cold else None,
+        cold.branches if cold else None,
+        cold.lexicon if cold else None,
+        filters if cold and filters.any else None,  # filters decide the eligible digests
+    )
+    if _LAST_CORPUS:
+        (held, found) = _LAST_CORPUS[0]
+        if all(a is b or a == b for a, b in zip(held, key, strict=True)):
+            return found
+    out = _Corpus()
+    if hot is not None:
+        shards = hot.index.shards
+        out.hot_targets = [
+            (no, pos) for no, s in enumerate(shards) for pos in range(len(s.entries))
+        ]
+        out.hot = _Folded.of([shards[no].entries[pos].text for no, pos in out.hot_targets])
+    if eligible and cold is not None:
+        _cold_corpus(cold, eligible, out)
+    _LAST_CORPUS[:] = [(key, out)]
+    return out
 
 
 def _haystack(
     hot: HotScope | None,
     cold: ColdScope | None,
     eligible: Sequence[tuple[ColdSession, int]],
+    plan: Plan,
     filters: Filters,
     limits: RegexLimits,
 ) -> _Haystack:
-    key = (
-        hot.index if hot else None,
-        hot.shards if hot else None,
-        cold.sessions if cold else None,
-        cold.branches if cold else None,
-        cold.lexicon if cold else None,
-        filters,
-        limits,
-    )
-    if _LAST_HAYSTACK:
-        (held, found) = _LAST_HAYSTACK[0]
-        if len(held) == len(key) and all(a is b or a == b for a, b in zip(held, key, strict=True)):
-            return found
-    out = _build_haystack(hot, cold, eligible, filters, limits)
-    _LAST_HAYSTACK[:] = [(key, out)]
-    return out
+    """The candidates of *plan*'s pattern: the texts holding its required literals (every
+    text when it requires none), in scope order, within the limits."""
+    clauses = required(plan.pattern)
+    if clauses is None:
+        return _Haystack()  # does not parse: the worker answers invalid_regex on nothing
+    # no literal: nothing to find candidates with, every text is one (cut by the limits)
+    corpus = _corpus(hot, cold, eligible, filters) if clauses else _Corpus()
+    return _build_haystack(hot, cold, eligible, corpus, clauses, filters, limits)
 
 
 def _build_haystack(
     hot: HotScope | None,
     cold: ColdScope | None,
     eligible: Sequence[tuple[ColdSession, int]],
+    corpus: _Corpus,
+    clauses: Clauses,
     filters: Filters,
     limits: RegexLimits,
 ) -> _Haystack:
-    out = _Haystack()
+    out = _Haystack(unavailable=corpus.unavailable)
     haystacks = out.texts
     size = 0
-    complete = True
 
     def fits(text: str, n: int = -1) -> bool:
-        nonlocal size, complete
+        nonlocal size
         if n < 0:
             n = len(text.encode("utf-8", "surrogatepass"))
         if len(haystacks) >= limits.max_haystack_terms:
             out.reasons.add("regex_max_haystack_terms")
-            complete = False
             return False
         if size + n > limits.max_haystack_bytes:
             out.reasons.add("regex_max_haystack_bytes")
-            complete = False
             return False
         size += n
         return True
 
     if hot is not None:
         cand = _select(hot, filters, 2**62)
-        for no in cand.order:
-            shard = hot.index.shards[no]
-            for pos in cand.by_shard[no].positions:
-                text = shard.entries[pos].text
-                if not fits(text):
-                    break
-                haystacks.append(text)
-                out.targets.append((shard, pos))
-            if not complete:
+        rank = {no: r for r, no in enumerate(cand.order)}
+        targets = corpus.hot_targets
+        if clauses and corpus.hot is not None:
+            picked = [
+                (rank[no], pos)
+                for k in corpus.hot.holding(clauses)
+                if (no := targets[k][0]) in rank
+                and (pos := targets[k][1]) in cand.by_shard[no].member
+            ]
+            picked.sort()
+            chosen = [(cand.order[r], pos) for r, pos in picked]
+        else:
+            chosen = [(no, pos) for no in cand.order for pos in cand.by_shard[no].positions]
+        shards = hot.index.shards
+        for no, pos in chosen:
+            shard = shards[no]
+            text = shard.entries[pos].text
+            if not fits(text):
                 break
+            haystacks.append(text)
+            out.targets.append((shard, pos))
     out.hot_count = len(haystacks)
-    # Each distinct cold term is one haystack, however many digests hold it.
-    term_holders = out.term_holders
-    seen: dict[bytes, int] = {}
-
-    def add(term: bytes, digests: Sequence[int]) -> bool:
-        at = seen.get(term)
-        if at is not None:
-            term_holders[at].extend(digests)
-            return True
-        text = term.decode("utf-8", "replace")
-        if not fits(text, len(term)):
-            return False
-        seen[term] = len(term_holders)
-        term_holders.append(list(digests))
-        haystacks.append(text)
-        return True
-
-    if complete and eligible and cold is not None:
-        found = SearchResult()
-        for term, digests in _cold_haystack(cold, eligible, found):
-            if not add(term, digests):
+    if out.reasons or not eligible or cold is None:
+        return out
+    if clauses:
+        for term, holders in corpus.cold_candidates(clauses):
+            if not fits(term):
                 break
-        out.unavailable = found.unavailable
+            haystacks.append(term)
+            out.term_holders.append(holders)
+        return out
+    # No literal: every distinct term, in walk order, until the limits cut them.
+    seen: dict[bytes, int] = {}
+    found = SearchResult()
+    for raw, digests in _cold_haystack(cold, eligible, found):
+        at = seen.get(raw)
+        if at is not None:
+            out.term_holders[at - out.hot_count].extend(digests)
+            continue
+        term = raw.decode("utf-8", "replace")
+        if not fits(term, len(raw)):
+            break
+        seen[raw] = len(haystacks)
+        haystacks.append(term)
+        out.term_holders.append(list(digests))
+    out.unavailable = out.unavailable | found.unavailable
     return out
 
 
@@ -870,7 +1085,7 @@ def _regex(
     budgets: Budgets,
     result: SearchResult,
 ) -> list[Item]:
-    hay = _haystack(hot, cold, eligible, filters, runner.limits)
+    hay = _haystack(hot, cold, eligible, plan, filters, runner.limits)
     result.reasons |= hay.reasons
     result.unavailable |= hay.unavailable
     haystacks, targets, hot_count, term_holders = (
@@ -910,6 +1125,25 @@ def _regex(
     return [*located, *sessions]
 
 
+def _expanded(
+    plan: Plan, hot: HotScope | None, cold: ColdScope | None, result: SearchResult
+) -> Plan:
+    """*plan* with each prefix replaced by the terms it begins (see ``query.prefix``)."""
+    terms = [t for t in plan.terms if t not in plan.prefixes]
+    for prefix in plan.prefixes:
+        found, complete = expand(
+            prefix,
+            hot=hot.index if hot is not None else None,
+            cold=cold.sessions if cold is not None else (),
+            lexicon=cold.lexicon if cold is not None else None,
+            term_index=cold.terms[0] if cold is not None and cold.terms is not None else None,
+        )
+        if not complete:
+            result.reasons.add("prefix_expansion_limit")
+        terms.extend(found)
+    return replace(plan, terms=tuple(dict.fromkeys(terms)), prefixes=())
+
+
 # ----------------------------------------------------------------------------------- search
 
 
@@ -929,6 +1163,8 @@ def search(
     ``total`` still counts every item within the budget.
     """
     result = SearchResult()
+    if plan.prefixes:
+        plan = _expanded(plan, hot, cold, result)
     eligible: Sequence[tuple[ColdSession, int]] = []
     if cold is not None:
         # A term lookup through the lexicon checks the structural filters on its candidates

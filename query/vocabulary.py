@@ -108,6 +108,24 @@ class TermIndex:
                 return self._postings[self._starts[mid] : self._starts[mid + 1]]
         return array("I")
 
+    def with_prefix(self, prefix: bytes, limit: int) -> list[bytes]:
+        """The first *limit* terms (in order) that start with *prefix* (prefix search)."""
+        lo, hi = 0, self.terms
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if self._term(mid) < prefix:
+                lo = mid + 1
+            else:
+                hi = mid
+        out: list[bytes] = []
+        while lo < self.terms and len(out) < limit:
+            term = self._term(lo)
+            if not term.startswith(prefix):
+                break
+            out.append(term)
+            lo += 1
+        return out
+
     def nbytes(self) -> int:
         return (
             len(self._blob)

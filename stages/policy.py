@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from store.redact import RULESET
+from store.tokens import TOKENIZER_VERSION
 
 __all__ = ["DERIVATION", "RANK_STATS_VERSION", "Policy"]
 
@@ -34,7 +35,8 @@ class Policy:
             f"entry:{self.max_entry_chars};thinking:{str(self.index_thinking).lower()};"
             f"tool-output:{str(self.index_tool_output).lower()};"
             f"vocab:{self.max_cold_vocabulary_bytes};cache:{self.max_cold_cache_bytes};"
-            f"derivation:{DERIVATION};rank:{RANK_STATS_VERSION};redact:{self.redaction}"
+            f"derivation:{DERIVATION};rank:{RANK_STATS_VERSION};redact:{self.redaction};"
+            f"tokens:{TOKENIZER_VERSION}"
         )
 
     @property

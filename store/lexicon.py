@@ -342,15 +342,7 @@ class LexiconSegment:
         if found is not None:
             self._cache.move_to_end(k)
             return found
-        size = self._offsets[k + 1] - self._offsets[k]
-        data = os.pread(self._fd, size, self._base + self._offsets[k])
-        if len(data) != size:
-            raise CorruptRecord(self.path, f"lexicon block {k} is cut short")
-        try:
-            raw = self._decompressor.decompress(data)
-            terms_blob, counts_b, postings_b = msgpack.unpackb(raw, raw=True)
-        except (zstandard.ZstdError, ValueError, TypeError, msgpack.UnpackException) as exc:
-            raise CorruptRecord(self.path, f"lexicon block {k} unreadable: {exc}") from exc
+        terms_blob, counts_b, postings_b = self._unpacked(k)
         terms = terms_blob.split(b"\n")
         counts = _from_le("I", counts_b)
         postings = _from_le("I", postings_b)
@@ -363,6 +355,26 @@ class LexiconSegment:
         if len(self._cache) > _CACHED_BLOCKS:
             self._cache.popitem(last=False)
         return found
+
+    def _unpacked(self, k: int) -> tuple[bytes, bytes, bytes]:
+        size = self._offsets[k + 1] - self._offsets[k]
+        data = os.pread(self._fd, size, self._base + self._offsets[k])
+        if len(data) != size:
+            raise CorruptRecord(self.path, f"lexicon block {k} is cut short")
+        try:
+            raw = self._decompressor.decompress(data)
+            terms_blob, counts_b, postings_b = msgpack.unpackb(raw, raw=True)
+        except (zstandard.ZstdError, ValueError, TypeError, msgpack.UnpackException) as exc:
+            raise CorruptRecord(self.path, f"lexicon block {k} unreadable: {exc}") from exc
+        if not all(isinstance(b, bytes) for b in (terms_blob, counts_b, postings_b)):
+            raise CorruptRecord(self.path, f"lexicon block {k} is inconsistent")
+        return terms_blob, counts_b, postings_b
+
+    def term_blobs(self) -> Iterator[bytes]:
+        """Each block's terms ``\\n``-joined as stored, in order, uncached and unsplit (a
+        regex looks for its literals in them, then asks ``postings`` for the few hits)."""
+        for k in range(self._blocks):
+            yield self._unpacked(k)[0]
 
     # -- lookups -----------------------------------------------------------------------------
 
@@ -388,6 +400,19 @@ class LexiconSegment:
             starts, postings = block.starts, block.postings
             for i, term in enumerate(block.terms):
                 yield term, postings[starts[i] : starts[i + 1]]
+
+    def with_prefix(self, prefix: bytes, limit: int) -> list[bytes]:
+        """The first *limit* terms (in order) that start with *prefix* (prefix search)."""
+        out: list[bytes] = []
+        k = max(bisect.bisect_right(self._first, prefix) - 1, 0)
+        while k < self._blocks and len(out) < limit:
+            terms = self._block(k).terms
+            for i in range(bisect.bisect_left(terms, prefix), len(terms)):
+                if not terms[i].startswith(prefix) or len(out) >= limit:
+                    return out
+                out.append(terms[i])
+            k += 1
+        return out
 
     def _read_once(self, k: int) -> _Block:
         """Block *k* without caching it (a full scan should not evict the lookups' blocks)."""

@@ -7,6 +7,13 @@ side plans queries with it, and the two can never disagree.
 NFKC, then maximal runs of Unicode letters, numbers and ``_``, then lowercase. Python's ``\\w``
 for ``str`` patterns is exactly ``str.isalnum() or "_"``, i.e. categories L* and N* plus ``_``,
 which is the seed's ``[\\p{L}\\p{N}_]+``; combining marks (M*) split tokens in both.
+
+One deliberate extension (the README says so): Chinese and Japanese are written without
+spaces, so a run of Han, Hiragana and Katakana characters inside a token becomes its
+overlapping character bigrams (``技術スタック`` → ``技術 術ス スタ タッ ック``), or itself when
+it is one character long; the rest of the token stays one token (``优化readme`` → ``优化
+readme``). Which characters count is the Unicode script of each character (``_CJK_RANGES``),
+never a judgement about the text. Korean, written with spaces, is untouched.
 """
 
 from __future__ import annotations
@@ -17,9 +24,45 @@ from collections import Counter
 from collections.abc import Iterable
 from itertools import filterfalse
 
-__all__ = ["normalize_text", "term_counts", "term_set", "tokenize", "unique_terms"]
+__all__ = [
+    "TOKENIZER_VERSION",
+    "normalize_text",
+    "term_counts",
+    "term_set",
+    "tokenize",
+    "unique_terms",
+]
+
+# Part of the indexing policy's fingerprint: records tokenized by another version re-derive.
+# 2: CJK runs become bigrams.
+TOKENIZER_VERSION = 2
 
 _WORD = re.compile(r"\w+")
+# Scripts.txt's Han, Hiragana and Katakana (whole blocks where a block is one script: the
+# unassigned and non-word code points in them never reach the split), plus the two Common
+# marks only Japanese words use: the kana repeat marks and the prolonged sound mark U+30FC.
+_CJK_RANGES: tuple[tuple[int, int], ...] = (
+    (0x2E80, 0x2FDF),  # CJK and Kangxi radicals (NFKC maps the latter to ideographs)
+    (0x3005, 0x3007),  # ideographic iteration mark, closing mark, number zero
+    (0x3021, 0x3029),  # Hangzhou numerals
+    (0x3031, 0x3035),  # kana repeat marks
+    (0x3038, 0x303B),  # Hangzhou numerals, vertical ideographic iteration mark
+    (0x3041, 0x309F),  # Hiragana
+    (0x30A1, 0x30FF),  # Katakana, with the prolonged sound mark
+    (0x31F0, 0x31FF),  # Katakana phonetic extensions
+    (0x3400, 0x4DBF),  # CJK unified ideographs extension A
+    (0x4E00, 0x9FFF),  # CJK unified ideographs
+    (0xF900, 0xFAFF),  # CJK compatibility ideographs
+    (0x16FE3, 0x16FE3),  # old Chinese iteration mark
+    (0x1AFF0, 0x1B16F),  # kana extended, supplement, small kana
+    (0x20000, 0x323AF),  # CJK unified ideographs extensions B-H, compatibility supplement
+)
+_CJK_CLASS = "".join(f"{chr(a)}-{chr(b)}" for a, b in _CJK_RANGES)
+_CJK = re.compile(f"[{_CJK_CLASS}]")
+_MAYBE_CJK = re.compile(f"[{chr(_CJK_RANGES[0][0])}-{chr(_CJK_RANGES[-1][1])}]")
+# A token's pieces: runs of CJK characters, and runs of the rest (which may hold a mark that
+# lowercasing added, as "İ" does: it stays part of its token, as everywhere else).
+_PIECE = re.compile(f"[{_CJK_CLASS}]+|[^{_CJK_CLASS}]+")
 # Byte table for UTF-8 text: ASCII letters lowercase, other ASCII word bytes stay, every other
 # ASCII byte becomes a space; bytes of multi-byte characters (>= 0x80) stay for a closer look.
 _SPLIT_TABLE = bytes(
@@ -45,11 +88,35 @@ def tokenize(text: str) -> list[str]:
         return _WORD.findall(text.lower())
     text = unicodedata.normalize("NFKC", text)
     if "\u0130" in text or "\u03a3" in text:
-        return [t.lower() for t in _WORD.findall(text)]
-    # Lowercasing the whole text first gives the same tokens: every other character keeps
-    # its \w-ness and length when lowercased (checked over all of Unicode), and only capital
-    # sigma lowercases by context (final sigma), which the check above sends the slow way.
-    return _WORD.findall(text.lower())
+        tokens = [t.lower() for t in _WORD.findall(text)]
+    else:
+        # Lowercasing the whole text first gives the same tokens: every other character keeps
+        # its \w-ness and length when lowercased (checked over all of Unicode), and only
+        # capital sigma lowercases by context (final sigma), which the check above sends the
+        # slow way.
+        tokens = _WORD.findall(text.lower())
+    return _split_cjk(tokens) if _has_cjk(text) else tokens
+
+
+def _has_cjk(text: str) -> bool:
+    # One range test per character is several times cheaper than the exact class, and most
+    # non-ASCII text (accents, arrows, box drawing) holds nothing at or above U+2E80.
+    return _MAYBE_CJK.search(text) is not None and _CJK.search(text) is not None
+
+
+def _split_cjk(tokens: list[str]) -> list[str]:
+    """*tokens* with every CJK run inside one cut into overlapping bigrams (see above)."""
+    out: list[str] = []
+    for token in tokens:
+        if _CJK.search(token) is None:
+            out.append(token)
+            continue
+        for piece in _PIECE.findall(token):
+            if len(piece) > 1 and _CJK.match(piece):
+                out.extend(piece[i : i + 2] for i in range(len(piece) - 1))
+            else:
+                out.append(piece)
+    return out
 
 
 def unique_terms(text: str) -> list[str]:
@@ -88,5 +155,8 @@ def term_set(texts: Iterable[str]) -> set[bytes]:
     chunks.difference_update(wide)
     for chunk in wide:
         text = chunk.decode("utf-8", "surrogatepass")
-        chunks.update(t.lower().encode("utf-8") for t in _WORD.findall(text))
+        tokens = [t.lower() for t in _WORD.findall(text)]
+        if _has_cjk(text):
+            tokens = _split_cjk(tokens)
+        chunks.update(t.encode("utf-8") for t in tokens)
     return chunks

@@ -13,6 +13,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from bench_lib.quality import regex_for
+
 __all__ = ["GROUPS", "Query", "build_groups"]
 
 GROUPS = (
@@ -133,7 +135,7 @@ def build_groups(manifest: dict[str, Any], *, per_group: int, seed: int) -> list
             )
         )
     for p in planted[: min(per_group, 12)]:
-        pattern = p["term"][:7] + "[a-z0-9]+"
+        pattern = regex_for(p["term"])
         out.append(
             Query(
                 "regex",

@@ -189,10 +189,12 @@ def test_bench_runs_end_to_end_on_a_tiny_corpus(tmp_path: Path) -> None:
         "planted_hit1",
         "off_branch_hidden",
         "negative_zero",
+        "regex_planted_hit1",
         "structural_truth",
         "no_leaks",
     }
     assert quality["planted_hit1"]["n"] > 0 and quality["no_leaks"]["n"] > 0
+    assert quality["regex_planted_hit1"]["n"] > 0
     assert proc.returncode == (0 if all(q["ok"] for q in quality.values()) else 1), proc.stderr
     assert result["build"]["cold"]["report"]["indexed"] == result["corpus"]["files"]
     assert result["size_"]["cold"] > 0 and result["size_"]["hot"] == 4

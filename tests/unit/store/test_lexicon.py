@@ -102,6 +102,11 @@ def test_many_blocks_and_a_term_on_every_block_edge(tmp_path: Path) -> None:
         assert lex.holders(term, IN_ACTIVE) == [i % 2, 2]
     assert lex.holders(b"t", IN_ACTIVE) == []
     assert lex.holders(b"u", IN_ALL) == []
+    # prefix search crosses block edges and stops at the limit or the last match
+    for prefix in (b"t", b"t001", b"t0012", b"t00", b"s", b"u", b""):
+        every = [t for t in vocab if t.startswith(prefix)]
+        assert lex.with_prefix(prefix, 10_000) == every
+        assert lex.with_prefix(prefix, 5) == every[:5]
 
 
 def test_an_empty_lexicon_answers_nothing(tmp_path: Path) -> None:

@@ -1,4 +1,4 @@
-"""The one canonical tokenizer: NFKC, runs of letters/numbers/_, lowercased."""
+"""The one canonical tokenizer: NFKC, runs of letters/numbers/_, lowercased, CJK bigrams."""
 
 from __future__ import annotations
 
@@ -8,7 +8,33 @@ import unicodedata
 from hypothesis import given
 from hypothesis import strategies as st
 
-from store.tokens import normalize_text, term_counts, term_set, tokenize, unique_terms
+from store.tokens import (
+    _CJK_RANGES,
+    normalize_text,
+    term_counts,
+    term_set,
+    tokenize,
+    unique_terms,
+)
+
+
+def is_cjk(ch: str) -> bool:
+    return any(a <= ord(ch) <= b for a, b in _CJK_RANGES)
+
+
+def bigrams(token: str) -> list[str]:
+    # the extension spelled out character by character: CJK runs of a token become bigrams
+    out: list[str] = []
+    piece = ""
+    for ch in token + "\0":
+        if piece and (ch == "\0" or is_cjk(ch) != is_cjk(piece[0])):
+            if is_cjk(piece[0]) and len(piece) > 1:
+                out.extend(piece[i] + piece[i + 1] for i in range(len(piece) - 1))
+            else:
+                out.append(piece)
+            piece = ""
+        piece += ch
+    return out
 
 
 def reference(text: str) -> list[str]:
@@ -24,7 +50,7 @@ def reference(text: str) -> list[str]:
             run = []
     if run:
         out.append("".join(run).lower())
-    return out
+    return [b for t in out for b in bigrams(t)]
 
 
 def test_paths_stay_literal_terms() -> None:
@@ -78,6 +104,9 @@ def reference_set(texts: list[str]) -> set[bytes]:
 # under NFKC, compatibility forms that become ASCII, marks, final sigma, dotted I, a lone
 # surrogate, multi-byte non-word characters, and ASCII word and non-word bytes.
 EDGES = list("<>=\u0338\u0301ﬁＡ１①…→✓ΑΣσςİiIé_aZ9 -\n\t\x00") + ["\ud800", "\U0001f600", "中"]
+# Chinese, Japanese (kana, the prolonged sound mark, halfwidth katakana, a compatibility
+# ideograph, an extension-B ideograph), Korean, and what sits beside them.
+CJK_EDGES = list("中文技術スタックーｽﾀひらがな々〇한국어豈a1_ -。、\u3099") + ["\U00020000"]
 
 
 @given(st.lists(st.text(), max_size=4))
@@ -98,3 +127,44 @@ def test_term_set_examples() -> None:
     assert term_set(["ΟΔΟΣ x", "x\ud800y"]) == {"οδος".encode(), b"x", b"y"}
     assert term_set(["ﬁle Ｆｕｌｌ１２"]) == {b"file", b"full12"}
     assert term_set(["  12\u2192def x\u2192\u0338y"]) == {b"12", b"def", b"x", b"y"}
+
+
+@given(st.lists(st.text(alphabet=st.sampled_from(CJK_EDGES)), max_size=4))
+def test_term_set_and_tokenize_agree_on_cjk_text(texts: list[str]) -> None:
+    assert term_set(texts) == reference_set(texts)
+    for text in texts:
+        assert tokenize(text) == reference(text)
+
+
+def test_chinese_and_japanese_runs_become_bigrams() -> None:
+    assert tokenize("技術スタック 更新") == ["技術", "術ス", "スタ", "タッ", "ック", "更新"]
+    assert tokenize("优化 readme") == ["优化", "readme"]
+    assert tokenize("优化README文") == ["优化", "readme", "文"]  # one-character run kept
+    assert tokenize("データー") == ["デー", "ータ", "ター"]
+    assert tokenize("ｽﾀｯｸ") == ["スタ", "タッ", "ック"]  # NFKC first: halfwidth katakana
+    assert tokenize("中、文。") == ["中", "文"]  # punctuation still splits
+    assert unique_terms("東京 東京都") == ["東京", "京都"]
+
+
+def test_korean_keeps_its_space_separated_words() -> None:
+    assert tokenize("한국어 텍스트 검색") == ["한국어", "텍스트", "검색"]
+
+
+def test_the_cjk_table_holds_exactly_the_scripts_it_names() -> None:
+    # Python has no script property; character names say the same for these scripts.
+    named = ("CJK UNIFIED IDEOGRAPH", "CJK COMPATIBILITY IDEOGRAPH", "HIRAGANA", "KATAKANA")
+    for cp in range(0x323B0):
+        ch = chr(cp)
+        if not (ch.isalnum() and unicodedata.normalize("NFKC", ch) == ch):
+            continue  # only word characters that survive NFKC reach the split
+        name = unicodedata.name(ch, "")
+        if name.startswith(named):
+            assert is_cjk(ch), name
+        elif is_cjk(ch):
+            allowed = ("IDEOGRAPHIC", "HANGZHOU", "VERTICAL", "HENTAIGANA", "OLD CHINESE")
+            assert name.startswith(allowed), name
+
+
+@given(st.text(alphabet=st.one_of(st.characters(), st.sampled_from(CJK_EDGES))))
+def test_term_set_is_tokenize_on_arbitrary_text(text: str) -> None:
+    assert term_set([text]) == {t.encode("utf-8") for t in tokenize(text)}
