@@ -8,7 +8,8 @@ substitution says why:
 * the venv + ``pip install -e .`` lines: the test links the environment it runs in instead of
   installing again from the package registry (``ops/test`` already does that install; the
   check of what counts as installed is ``tests/unit/ops``);
-* commands that act on the machine (``systemctl``, ``journalctl``, ``launchctl``, ``claude``)
+* commands that act on the machine (``systemctl``, ``journalctl``, ``launchctl``, ``claude``,
+  ``pi``)
   are stubs on ``PATH`` that record their arguments: the test checks what they were given;
 * blocks that run the project's own long scripts (``ops/demo``, ``ops/test``, ``ops/bench``,
   ``tox``) are not run here: ``ops/test`` *is* the suite (``.ci/run``), the bench is measured
@@ -33,7 +34,7 @@ pytestmark = pytest.mark.integration
 ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
 NOT_RUN = ("ops/demo", "ops/test", "ops/bench", "tox ", "export PYENV_VERSION")
-STUBS = ("systemctl", "journalctl", "launchctl", "claude")
+STUBS = ("systemctl", "journalctl", "launchctl", "claude", "pi")
 
 
 def sh_blocks(text: str) -> list[list[str]]:
@@ -130,6 +131,7 @@ def test_every_readme_command_succeeds_as_written(home: Path) -> None:
         assert "__HOME__" not in plist and f"{home}/.local/bin/{name}" in plist
     calls = (home.parent / "stub-calls").read_text()
     assert "launchctl bootstrap gui/" in calls and "systemctl --user enable --now" in calls
+    assert "pi mcp add sessiondex -- query mcp" in calls
     assert (home / ".config/systemd/user/sessiondex-pipeline.service").exists()
     assert (home / ".local/share/bash-completion/completions/query").stat().st_size > 1000
 
