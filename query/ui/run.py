@@ -11,6 +11,7 @@ import ipaddress
 import logging
 import os
 import secrets
+import signal
 import socket
 import sys
 import threading
@@ -161,9 +162,17 @@ def run_ui(ns: Any) -> int:
     answer = LocalAnswerer(config, server=not ns.no_server)
     ui = UiServer(answer, sock, cwd=cwd, index_dir=str(config.index_dir))
     threading.Thread(target=answer.warm, name="warm", daemon=True).start()
+    # uvicorn turns SIGINT / SIGTERM into a clean stop, then raises the signal again with the
+    # handler it found: ours ends the run instead of the default killing the process, so a
+    # service manager sees exit 0. (Before uvicorn runs, the same handler stops it at start.)
+    def stop(signum: int, frame: object) -> None:
+        ui.server.should_exit = True
+
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, stop)
     _announce(ui)
     try:
-        ui.run()  # uvicorn turns SIGINT / SIGTERM into a clean stop
+        ui.run()
     finally:
         answer.close()
     return 0

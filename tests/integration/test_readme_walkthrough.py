@@ -11,6 +11,9 @@ substitution says why:
 * commands that act on the machine (``systemctl``, ``journalctl``, ``launchctl``, ``claude``,
   ``pi``)
   are stubs on ``PATH`` that record their arguments: the test checks what they were given;
+* servers that run until stopped (``query ui``, ``query serve --http``) are started, must
+  print their URL, and are stopped with SIGTERM, which must end them cleanly; a command that
+  uses the UI's ``$TOKEN`` runs against a ``query ui`` started for it;
 * blocks that run the project's own long scripts (``ops/demo``, ``ops/test``, ``ops/bench``,
   ``tox``) are not run here: ``ops/test`` *is* the suite (``.ci/run``), the bench is measured
   apart, and ``ops/demo`` writes ``demo-out/`` into the checkout, which the suite must not.
@@ -34,6 +37,21 @@ pytestmark = pytest.mark.integration
 ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
 NOT_RUN = ("ops/demo", "ops/test", "ops/bench", "tox ", "export PYENV_VERSION")
+# Servers that run until stopped: each is started, must print its URL, and is stopped again.
+SERVERS = ("query ui", "query serve --http")
+_SERVED = """out=$(mktemp); {command} >"$out" 2>&1 & pid=$!; ok=1
+for _ in $(seq 600); do
+  if grep -q 'sessiondex UI: http://' "$out"; then ok=0; break; fi
+  kill -0 "$pid" 2>/dev/null || break; sleep 0.1
+done
+kill -TERM "$pid" 2>/dev/null; wait "$pid"; stopped=$?; cat "$out"
+[ "$ok" -eq 0 ] && [ "$stopped" -eq 0 ]"""
+_CLIENT = """out=$(mktemp); query ui --port 8765 >"$out" 2>&1 & pid=$!
+for _ in $(seq 600); do grep -q 'token=' "$out" && break; sleep 0.1; done
+TOKEN=$(sed -n 's/.*token=//p' "$out"); status=0
+{command} || status=$?
+kill -TERM "$pid"; wait "$pid"; exit "$status"
+"""
 STUBS = ("systemctl", "journalctl", "launchctl", "claude", "pi")
 
 
@@ -43,7 +61,12 @@ def sh_blocks(text: str) -> list[list[str]]:
     for body in re.findall(r"```sh\n(.*?)```", text, flags=re.S):
         commands: list[str] = []
         loop: list[str] = []
-        for line in body.splitlines():
+        held = ""
+        for raw in body.splitlines():
+            if raw.rstrip().endswith("\\"):  # continued on the next line: one command
+                held += raw.rstrip()[:-1] + " "
+                continue
+            line, held = held + raw, ""
             if not line.strip() or line.lstrip().startswith("#"):
                 continue
             if loop or line.startswith("for "):
@@ -61,6 +84,10 @@ def substitute(command: str, venv: Path) -> str | None:
     """The command to run for a README command (None: not run here, see the module doc)."""
     if command.startswith(NOT_RUN):
         return None
+    if command.startswith(SERVERS):
+        return _SERVED.format(command=command.split("#", 1)[0].strip())
+    if "$TOKEN" in command:  # a client of the web UI's API: run against a UI started for it
+        return _CLIENT.format(command=command)
     if command.startswith("python3 -m venv ~/.local/share/sessiondex-venv"):
         return f"mkdir -p ~/.local/share && ln -s {venv} ~/.local/share/sessiondex-venv"
     if command.startswith("~/.local/share/sessiondex-venv/bin/pip install -e ."):
