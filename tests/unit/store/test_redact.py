@@ -53,7 +53,7 @@ def test_the_rule_set_and_its_switches_are_in_the_policy() -> None:
     on, off = Policy(), Policy(redact=False)
     fewer = Policy(redact_disabled=("generic-api-key",))
     assert len({on.fingerprint(), off.fingerprint(), fewer.fingerprint()}) == 3
-    assert off.fingerprint().endswith(";redact:off")
+    assert ";redact:off;" in off.fingerprint() + ";"
 
 
 def test_mid_pattern_flags_are_scoped_as_re2_scopes_them() -> None:
