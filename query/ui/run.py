@@ -162,6 +162,7 @@ def run_ui(ns: Any) -> int:
     answer = LocalAnswerer(config, server=not ns.no_server)
     ui = UiServer(answer, sock, cwd=cwd, index_dir=str(config.index_dir))
     threading.Thread(target=answer.warm, name="warm", daemon=True).start()
+
     # uvicorn turns SIGINT / SIGTERM into a clean stop, then raises the signal again with the
     # handler it found: ours ends the run instead of the default killing the process, so a
     # service manager sees exit 0. (Before uvicorn runs, the same handler stops it at start.)
