@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,7 +15,7 @@ import pytest
 from query.errors import InvalidArgument
 from query.transport import Backend
 from store import jsonio
-from tests.helpers import PiRoot, header, user
+from tests.helpers import PiRoot
 from tests.integration.test_mcp import run_client
 from tests.integration.test_serve import Served, ping, wait_for
 
@@ -30,19 +29,6 @@ NUL_CALLS: list[tuple[str, dict[str, Any]]] = [
     ("memory.recall", {"query": "x", "scope": "project", "cwd": "/a\x00b"}),
     ("memory.sessions", {"scope": "project", "cwd": "/a\x00b"}),
 ]
-
-
-@pytest.fixture
-def root(tmp_path: Path) -> PiRoot:
-    root = PiRoot(tmp_path)
-    root.write_config()
-    root.session("s", [header("s1", "/w"), user("u1", None, "plain words", T0)])
-    done = subprocess.run(
-        [sys.executable, "-m", "pipeline", "run", "--once", "--config", str(root.config_path)],
-        capture_output=True, timeout=120,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    return root
 
 
 @pytest.mark.parametrize(("ref", "args"), NUL_CALLS)

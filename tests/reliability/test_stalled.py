@@ -12,7 +12,6 @@ import socket
 import subprocess
 import sys
 import threading
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,25 +20,12 @@ import query.server as server_module
 from query.server import QueryServer
 from query.transport import Backend, socket_address, socket_path
 from store.config import load_config
-from tests.helpers import PiRoot, header, user
+from tests.helpers import PiRoot
 from tests.integration.test_serve import Served, ping, wait_for
 
 pytestmark = pytest.mark.integration
 
 T0 = 1_700_000_000_000
-
-
-@pytest.fixture
-def root(tmp_path: Path) -> PiRoot:
-    root = PiRoot(tmp_path)
-    root.write_config()
-    root.session("s", [header("s1", "/w"), user("u1", None, "numbatterm here", T0)])
-    done = subprocess.run(
-        [sys.executable, "-m", "pipeline", "run", "--once", "--config", str(root.config_path)],
-        capture_output=True, timeout=120,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    return root
 
 
 def test_a_frozen_server_is_bypassed_in_seconds(root: PiRoot) -> None:
