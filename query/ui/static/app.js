@@ -8,6 +8,8 @@
     "branchCustomMessage", "compaction", "compactionSummary", "custom", "fabricRun", "fabricPhase",
     "fabricOperation"];
   const OUTCOMES = ["succeeded", "failed", "aborted", "timed_out"];
+  // store/names.py TOOL_FAMILIES: a family from the writer's tool name (`kind` in recall)
+  const FAMILIES = ["shell", "read", "edit", "write", "search", "mcp", "subagent", "web", "other"];
   const BAD = new Set(["failed", "aborted", "timed_out"]);
   const REASONS = {
     stale_session: "a session file changed after this generation was built; the indexer will catch up",
@@ -174,7 +176,8 @@
     ["agent", "agent", ["", "pi", "claude", "codex"]],
     ["project", "project (cwd)", "text"],
     ["role", "role", ["", ...ROLES]],
-    ["provider", "tool family (provider)", "text"],
+    ["kind", "tool family", ["", ...FAMILIES]],
+    ["provider", "provider (MCP server)", "text"],
     ["tool", "tool", "text"],
     ["ref", "capability ref", "text"],
     ["outcome", "outcome", ["", ...OUTCOMES]],
@@ -242,7 +245,7 @@
     if (p.mode) args.queryMode = p.mode;
     if (p.match && (!p.mode || p.mode === "literal")) args.queryMatch = p.match;
     args.scope = p.scope || "global";
-    for (const key of ["agent", "role", "provider", "tool", "ref", "outcome", "since", "until", "branches"])
+    for (const key of ["agent", "role", "kind", "provider", "tool", "ref", "outcome", "since", "until", "branches"])
       if (p[key]) args[key] = p[key];
     if (p.project) { args.scope = "project"; args.cwd = p.project; }
     return args;

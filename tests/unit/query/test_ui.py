@@ -399,3 +399,16 @@ def test_before_the_first_index_the_api_says_so(kit: Kit) -> None:
         server.stop()
         answer.close()
     assert not Path(kit.config.index_dir).exists()  # and nothing was made on the way
+
+
+def test_the_page_offers_every_tool_family_recall_takes() -> None:
+    import re
+
+    from store.names import TOOL_FAMILIES
+
+    script = (Path(__file__).resolve().parents[3] / "query/ui/static/app.js").read_text()
+    found = re.search(r"const FAMILIES = \[(.*?)\];", script)
+    assert found is not None
+    assert tuple(re.findall(r'"([a-z]+)"', found.group(1))) == TOOL_FAMILIES
+    recall_args = script.split("function recallArgs", 1)[1].split("return args", 1)[0]
+    assert '"kind"' in recall_args  # the chip's value reaches recall
