@@ -19,8 +19,8 @@ from collections.abc import Sequence
 __all__ = ["TermIndex", "blob_contains", "blob_index", "blob_terms"]
 
 
-def blob_contains(blob: bytes, term: bytes) -> bool:
-    """True when *term* is one of the ``\\n``-separated sorted terms of *blob*."""
+def _line_start(blob: bytes, term: bytes) -> int:
+    """Where *term* starts as one of the ``\n``-separated sorted terms of *blob*, or -1."""
     lo, hi = 0, len(blob)  # [lo, hi) always holds whole lines
     while lo < hi:
         mid = (lo + hi) // 2
@@ -31,29 +31,7 @@ def blob_contains(blob: bytes, term: bytes) -> bool:
             end = hi
         line = blob[start:end]
         if line == term:
-            return True
-        if line < term:
-            lo = end + 1
-        else:
-            if start == lo:
-                return False
-            hi = start - 1
-    return False
-
-
-def blob_index(blob: bytes, term: bytes) -> int:
-    """The position of *term* among the sorted terms of *blob*, or -1 when it holds none."""
-    lo, hi = 0, len(blob)
-    while lo < hi:
-        mid = (lo + hi) // 2
-        cut = blob.rfind(b"\n", lo, mid)
-        start = lo if cut < 0 else cut + 1
-        end = blob.find(b"\n", start, hi)
-        if end < 0:
-            end = hi
-        line = blob[start:end]
-        if line == term:
-            return blob.count(b"\n", 0, start)
+            return start
         if line < term:
             lo = end + 1
         else:
@@ -61,6 +39,17 @@ def blob_index(blob: bytes, term: bytes) -> int:
                 return -1
             hi = start - 1
     return -1
+
+
+def blob_contains(blob: bytes, term: bytes) -> bool:
+    """True when *term* is one of the ``\n``-separated sorted terms of *blob*."""
+    return _line_start(blob, term) >= 0
+
+
+def blob_index(blob: bytes, term: bytes) -> int:
+    """The position of *term* among the sorted terms of *blob*, or -1 when it holds none."""
+    start = _line_start(blob, term)
+    return -1 if start < 0 else blob.count(b"\n", 0, start)
 
 
 def blob_terms(blob: bytes) -> list[bytes]:
