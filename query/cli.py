@@ -58,6 +58,14 @@ class _Usage(Exception):
     pass
 
 
+def _scoped(sp: argparse.ArgumentParser) -> None:
+    """The options of a command over a scope of sessions (catalog, secrets)."""
+    sp.add_argument("--scope", help="project (default), session, global or session:<id-or-path>")
+    sp.add_argument("--agent", choices=AGENTS)
+    sp.add_argument("--branches", choices=BRANCH_MODES)
+    _common(sp)
+
+
 def _common(sp: argparse.ArgumentParser) -> None:
     sp.add_argument(
         "--config",
@@ -168,20 +176,14 @@ def _parser() -> argparse.ArgumentParser:
         help="the capability heads (agent, provider, action/tool) seen in history",
         epilog="Example: query catalog --scope global --agent pi",
     )
-    ca.add_argument("--scope", help="project (default), session, global or session:<id-or-path>")
-    ca.add_argument("--agent", choices=AGENTS)
-    ca.add_argument("--branches", choices=BRANCH_MODES)
-    _common(ca)
+    _scoped(ca)
 
     se = sub.add_parser(
         "secrets",
         help="where credentials were redacted: session, entries, kind, fingerprint (local only)",
         epilog="Example: query secrets --scope global",
     )
-    se.add_argument("--scope", help="project (default), session, global or session:<id-or-path>")
-    se.add_argument("--agent", choices=AGENTS)
-    se.add_argument("--branches", choices=BRANCH_MODES)
-    _common(se)
+    _scoped(se)
 
     add_serve_parser(sub)
     add_mcp_parser(sub)
