@@ -23,7 +23,7 @@ import bisect
 import heapq
 import math
 from array import array
-from collections.abc import Container, Iterator, Mapping, Sequence
+from collections.abc import Container, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Final, overload
 
@@ -736,28 +736,51 @@ def _cold_haystack(
     """
     lexicon = cold.lexicon
     own: Sequence[int] = range(len(eligible))
-    if lexicon is not None:
-        position = {c.name: d for d, (c, _) in enumerate(eligible)}
-        covered = sum(1 for name in position if name in lexicon.covered)
-        if covered and covered * _LEXICON_WALK_SHARE >= len(lexicon.covered):
-            flag = flag_of(cold.branches)
-            for segment in lexicon.segments:
-                # ordinal -> eligible position (-1: not in scope, or not cold any more)
-                at = [position.get(name, -1) for name in segment.digests]
-                for term, postings in segment.iter_terms():
-                    digests = [d for p in postings if p & flag and (d := at[p >> 2]) >= 0]
-                    if digests:
-                        yield term, digests
-            own = [d for d, (c, _) in enumerate(eligible) if c.name not in lexicon.covered]
+    position = _lexicon_walk(cold, eligible)
+    if lexicon is not None and position is not None:
+        flag = flag_of(cold.branches)
+        for segment in lexicon.segments:
+            # ordinal -> eligible position (-1: not in scope, or not cold any more)
+            at = [position.get(name, -1) for name in segment.digests]
+            for term, postings in segment.iter_terms():
+                digests = [d for p in postings if p & flag and (d := at[p >> 2]) >= 0]
+                if digests:
+                    yield term, digests
+        own = [d for d, (c, _) in enumerate(eligible) if c.name not in lexicon.covered]
+    for d, vocabulary in _own_vocabularies(eligible, own, result.unavailable):
+        for term in blob_terms(vocabulary):
+            yield term, (d,)
+
+
+def _lexicon_walk(
+    cold: ColdScope, eligible: Sequence[tuple[ColdSession, int]]
+) -> dict[str, int] | None:
+    """Each eligible digest's position by name when walking the lexicon's segments pays (the
+    scope holds a large enough share of the digests they cover), else None: then each
+    digest's own vocabulary is read."""
+    lexicon = cold.lexicon
+    if lexicon is None:
+        return None
+    position = {c.name: d for d, (c, _) in enumerate(eligible)}
+    covered = sum(1 for name in position if name in lexicon.covered)
+    if covered and covered * _LEXICON_WALK_SHARE >= len(lexicon.covered):
+        return position
+    return None
+
+
+def _own_vocabularies(
+    eligible: Sequence[tuple[ColdSession, int]], own: Iterable[int], unavailable: set[str]
+) -> Iterator[tuple[int, bytes]]:
+    """(position, vocabulary) of the eligible digests at *own*; one whose record cannot be
+    read is named in *unavailable* instead."""
     for d in own:
         c = eligible[d][0]
         try:
             vocabulary = c.vocabulary
         except RecordUnavailable:
-            result.unavailable.add(c.state.path)
+            unavailable.add(c.state.path)
             continue
-        for term in blob_terms(vocabulary):
-            yield term, (d,)
+        yield d, vocabulary
 
 
 @dataclass(slots=True)
@@ -902,33 +925,25 @@ def _cold_corpus(
     for when the lexicon is read and when the digests' own vocabularies are)."""
     lexicon = cold.lexicon
     own: Sequence[int] = range(len(eligible))
-    if lexicon is not None:
-        position = {c.name: d for d, (c, _) in enumerate(eligible)}
-        covered = sum(1 for name in position if name in lexicon.covered)
-        if covered and covered * _LEXICON_WALK_SHARE >= len(lexicon.covered):
-            out.flag = flag_of(cold.branches)
-            for segment in lexicon.segments:
-                at = [position.get(name, -1) for name in segment.digests]
-                if max(at, default=-1) < 0:
-                    continue
-                source = len(out.segments)
-                out.segments.append((segment, at))
-                narrow: list[bytes] = []
-                for blob in segment.term_blobs():
-                    if blob.isascii():
-                        narrow.append(blob)
-                    else:
-                        out.cold.extend(_term_texts(blob, source))
-                if narrow:
-                    out.cold.extend(_term_texts(b"\n".join(narrow), source))
-            own = [d for d, (c, _) in enumerate(eligible) if c.name not in lexicon.covered]
-    for d in own:
-        c = eligible[d][0]
-        try:
-            vocabulary = c.vocabulary
-        except RecordUnavailable:
-            out.unavailable.add(c.state.path)
-            continue
+    position = _lexicon_walk(cold, eligible)
+    if lexicon is not None and position is not None:
+        out.flag = flag_of(cold.branches)
+        for segment in lexicon.segments:
+            at = [position.get(name, -1) for name in segment.digests]
+            if max(at, default=-1) < 0:
+                continue
+            source = len(out.segments)
+            out.segments.append((segment, at))
+            narrow: list[bytes] = []
+            for blob in segment.term_blobs():
+                if blob.isascii():
+                    narrow.append(blob)
+                else:
+                    out.cold.extend(_term_texts(blob, source))
+            if narrow:
+                out.cold.extend(_term_texts(b"\n".join(narrow), source))
+        own = [d for d, (c, _) in enumerate(eligible) if c.name not in lexicon.covered]
+    for d, vocabulary in _own_vocabularies(eligible, own, out.unavailable):
         if vocabulary:
             out.cold.extend(_term_texts(vocabulary, -1, d))
 
