@@ -31,6 +31,7 @@ from query.postings import shift_pairs
 from query.vocabulary import TermIndex, blob_index
 from store.errors import CorruptRecord, SchemaVersionError
 from store.lexicon import LexiconSegment
+from store.names import path_key
 from store.postings import trim_pairs
 from store.reader import Snapshot
 from store.records import (
@@ -67,11 +68,6 @@ _R = TypeVar("_R", HotShard, ColdDigest, SessionEntries)
 
 class RecordUnavailable(Exception):
     """A record of this generation cannot be read (collected, or damaged)."""
-
-
-def path_key(path: str) -> bytes:
-    """Sort key comparing paths by UTF-16 code units, as the seed's ``compareLexical``."""
-    return path.encode("utf-16-be", "surrogatepass")
 
 
 def order_key(state: SessionState) -> tuple[int, bytes]:

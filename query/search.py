@@ -25,7 +25,7 @@ import math
 from array import array
 from collections.abc import Container, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Final, overload
+from typing import Any, Final, overload
 
 from query.args import Filters
 from query.generation import ColdSession, HotIndex, RecordUnavailable, ShardData
@@ -36,7 +36,7 @@ from query.prefix import expand, prefixes_of
 from query.regex import RegexLimits, RegexRunner
 from query.vocabulary import TermIndex, blob_contains, blob_terms
 from store.lexicon import LexiconSegment
-from store.rankstats import BUCKET_BITS, split
+from store.rankstats import BUCKET_BITS, SEGMENTS, segments, split
 from store.records import NormalizedEntry
 from store.tokens import normalize_text, unique_terms
 
@@ -362,9 +362,12 @@ def _hot_literal(
 ) -> list[Item]:
     """Score = Σ over matched terms of idf × (FLOOR + (1 − FLOOR) × quality), times the share
     of the query's IDF the entry matches (coordination weighted by IDF: a rare term and more
-    distinct terms count most; a stop word matched adds little)."""
+    distinct terms count most; a stop word matched adds little). An entry longer than one
+    passage is scored by its best passage: only the terms one passage of it holds count
+    (``_best_passage``)."""
     shards = scope.index.shards
-    acc: dict[tuple[int, int], list[float]] = {}  # -> [score, matched idf, matched terms]
+    # -> [score, matched idf, matched terms, (idf, part, segment bits) of a long entry's terms]
+    acc: dict[tuple[int, int], list[Any]] = {}
     weights: dict[tuple[int, int], tuple[float, float]] = {}
     query_idf = sum(idf_values) or 1.0
     for term_found, idf in zip(found, idf_values, strict=True):
@@ -374,33 +377,89 @@ def _hot_literal(
             if w is None:
                 w = weights[key] = _field_weights(shards[no].entries[pos], filters)
             part = idf * (FLOOR + (1 - FLOOR) * _quality(tf, shards[no].token_counts[pos], w))
+            bits = segments(tf)
             slot = acc.get(key)
             if slot is None:
-                acc[key] = [part, idf, 1.0]
+                acc[key] = [part, idf, 1, [(idf, part, bits)] if bits else None]
             else:
                 slot[0] += part
                 slot[1] += idf
                 slot[2] += 1
+                if bits:
+                    slot[3].append((idf, part, bits))
     need = len(plan.terms) if plan.match == "all" else 1
     out: list[Item] = []
-    for (no, pos), (score, matched_idf, matched) in acc.items():
+    for (no, pos), (score, matched_idf, matched, held) in acc.items():
         if matched < need or score <= 0:
             continue
+        if held is not None and matched > 1:
+            score, matched_idf = _best_passage(held)
         out.append(EntryItem(shards[no], pos, score * matched_idf / query_idf))
     return out
 
 
-def _hot_phrase(scope: HotScope, cand: _Candidates, plan: Plan, filters: Filters) -> list[Item]:
-    weigh = not filters.operational
+def _best_passage(held: Sequence[tuple[float, float, int]]) -> tuple[float, float]:
+    """(Σ part, Σ idf) of the terms of the passage of a long entry holding the most query IDF
+    (then the highest score): a passage is two neighbouring segments (``store.rankstats``)."""
+    union = 0
+    for _, _, bits in held:
+        union |= bits
+    best = (0.0, 0.0)
+    for start in range(SEGMENTS):
+        window = 3 << start
+        if not union & window:
+            continue
+        idf = part = 0.0
+        for term_idf, term_part, bits in held:
+            if bits & window:
+                idf += term_idf
+                part += term_part
+        if (idf, part) > (best[1], best[0]):
+            best = (part, idf)
+    return best
+
+
+def _hot_phrase(
+    scope: HotScope,
+    cand: _Candidates,
+    found: Found,
+    idf_values: Sequence[float],
+    plan: Plan,
+    filters: Filters,
+) -> list[Item]:
+    """Entries whose NFKC-lowercased text holds the phrase, on the literal scale: Σ over the
+    phrase's terms of idf × (FLOOR + (1 − FLOOR) × quality), the quality 0 for a term the
+    entry holds only inside a longer token. The phrase is all there, so there is no
+    coordination share and no passage to pick. Without terms (punctuation only) the score is
+    the provenance weight (the seed's)."""
     phrase = plan.phrase
-    out: list[Item] = []
+    hits: list[tuple[int, int]] = []
     for no in cand.order:
-        shard = scope.index.shards[no]
-        texts = shard.normalized_texts()
-        entries = shard.entries
-        for pos in cand.by_shard[no].positions:
-            if phrase in texts[pos]:
-                out.append(EntryItem(shard, pos, _prose_weight(entries[pos]) if weigh else 1.0))
+        texts = scope.index.shards[no].normalized_texts()
+        hits.extend((no, pos) for pos in cand.by_shard[no].positions if phrase in texts[pos])
+    shards = scope.index.shards
+    if not plan.terms:
+        weigh = not filters.operational
+        return [
+            EntryItem(shards[no], pos, _prose_weight(shards[no].entries[pos]) if weigh else 1.0)
+            for no, pos in hits
+        ]
+    quality: list[dict[tuple[int, int], float]] = []
+    wanted = set(hits)
+    for term_found in found:
+        q: dict[tuple[int, int], float] = {}
+        quality.append(q)
+        for no, pos, tf in term_found:
+            key = (no, pos)
+            if key in wanted:
+                w = _field_weights(shards[no].entries[pos], filters)
+                q[key] = _quality(tf, shards[no].token_counts[pos], w)
+    out: list[Item] = []
+    for key in hits:
+        score = 0.0
+        for q, idf in zip(quality, idf_values, strict=True):
+            score += idf * (FLOOR + (1 - FLOOR) * q.get(key, 0.0))
+        out.append(EntryItem(shards[key[0]], key[1], score))
     return out
 
 
@@ -550,12 +609,6 @@ def _stats_budget(budgets: Budgets, keep: int | None) -> int:
     if keep is None:
         return budgets.cold_stats
     return min(budgets.cold_stats, budgets.cold_stats_per_kept * max(keep, 1))
-
-
-def _phrase_idf(cold: ColdScope, n_terms: int) -> _Idf:
-    out = _Idf.cold_only(n_terms)
-    out.cold_entries = _cold_entries(cold)
-    return out
 
 
 def _cold_quality(stat: int) -> float:
@@ -1201,15 +1254,13 @@ def search(
             cand = _select(hot, filters, budgets.entries)
             if cand.exceeded:
                 result.reasons.add("candidate_entry_budget")
-            if plan.kind == "literal":
+            if plan.kind in ("literal", "phrase"):
                 hot_found = _hot_found(hot, cand, plan)
                 idf_model = _hot_idf(cand, hot_found)
-            elif plan.kind == "phrase":
-                items.extend(_hot_phrase(hot, cand, plan, filters))
             else:
                 items.extend(_hot_browse(hot, cand, filters))
         if cold is not None:
-            if plan.kind == "literal":
+            if plan.kind in ("literal", "phrase"):
                 if idf_model is None:
                     idf_model = _Idf.cold_only(len(plan.terms))
                 idf_model.cold_entries = _cold_entries(cold)
@@ -1218,7 +1269,10 @@ def search(
             items.extend(found)
             pruned = matched - len(found)
         if hot is not None and hot_found is not None and idf_model is not None:
-            items.extend(_hot_literal(hot, hot_found, idf_model.values(), plan, filters))
+            if plan.kind == "phrase":
+                items.extend(_hot_phrase(hot, cand, hot_found, idf_model.values(), plan, filters))
+            else:
+                items.extend(_hot_literal(hot, hot_found, idf_model.values(), plan, filters))
     total = len(items) + pruned
     if total > budgets.items:
         result.reasons.add("candidate_item_budget")
@@ -1281,7 +1335,7 @@ def _cold(
         budgets.digests,
         keep,
         _stats_budget(budgets, keep),
-        idf_model or _phrase_idf(cold, len(plan.terms)),
+        idf_model or _Idf.cold_only(len(plan.terms)),
         result,
     )
     if not complete:

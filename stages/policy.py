@@ -16,7 +16,8 @@ __all__ = ["DERIVATION", "RANK_STATS_VERSION", "Policy"]
 # drift counts and context edits.
 DERIVATION = 3
 # What the records' ranking statistics mean (store.rankstats); a new one re-derives every index.
-RANK_STATS_VERSION = 2
+# 3: a long entry's postings hold the segments of it each term occurs in (passages).
+RANK_STATS_VERSION = 3
 
 
 @dataclass(frozen=True, slots=True)

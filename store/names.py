@@ -1,5 +1,6 @@
-"""Names every layer shares: the agents whose sessions are indexed, the branch modes and the
-tool families (``NormalizedEntry.family``, filled in by ``stages.families``).
+"""Names every layer shares: the agents whose sessions are indexed, the branch modes, the
+tool families (``NormalizedEntry.family``, filled in by ``stages.families``) and the order of
+session paths.
 
 Kept apart from ``store.records`` so that a caller needing only these (the ``query`` CLI
 building its options) does not define every record type first.
@@ -9,7 +10,7 @@ from __future__ import annotations
 
 from typing import Final
 
-__all__ = ["AGENTS", "BRANCH_MODES", "TOOL_FAMILIES"]
+__all__ = ["AGENTS", "BRANCH_MODES", "TOOL_FAMILIES", "path_key"]
 
 AGENTS: Final = ("pi", "claude", "codex")
 BRANCH_MODES: Final = ("active", "all")
@@ -24,3 +25,10 @@ TOOL_FAMILIES: Final = (
     "web",
     "other",
 )
+
+
+def path_key(path: str) -> bytes:
+    """The sort key of a session path: its UTF-16 code units, as the seed's ``compareLexical``
+    (JavaScript's ``<``). Every tie between sessions of one mtime is broken by it: which of
+    them is hot, and which comes first in a scope and in a ranking."""
+    return path.encode("utf-16-be", "surrogatepass")
