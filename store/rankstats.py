@@ -114,38 +114,45 @@ def fields_of(e: NormalizedEntry) -> tuple[str, str]:
     return "\n".join(prose), "\n".join(calls)
 
 
-def _best_passage(tokens: Sequence[str]) -> tuple[Counter[str], int]:
-    """Each term's highest count in a window of PASSAGE tokens, and the capped length."""
+def _passages(tokens: Sequence[str]) -> tuple[Counter[str], int, dict[str, int]]:
+    """Each term's highest count in a window of PASSAGE tokens, the capped length, and (for
+    more than one passage's tokens) the segment bits of each term (``_segments``).
+
+    Windows start every ``PASSAGE // 2`` tokens, so a window is two neighbouring blocks of
+    that many tokens: each block is counted once, and a term's best window is its best sum
+    of a block and the next (a window whose first block lacks the term counts no more than
+    the next one, which starts with it)."""
     n = len(tokens)
     whole = Counter(tokens)
     if n <= PASSAGE:
-        return whole, n
+        return whole, n, {}
+    step = PASSAGE // 2
+    blocks = [Counter(tokens[i : i + step]) for i in range(0, n, step)]
     # Only a term seen more than once can count more than 1 in its best window.
     repeated = {t for t, tf in whole.items() if tf > 1}
-    if not repeated:
-        return whole, PASSAGE
-    best = dict.fromkeys(repeated, 1)
-    step = PASSAGE // 2
-    for start in range(0, n - step, step):
-        window = Counter(tokens[start : start + PASSAGE])
-        for term in repeated.intersection(window):
-            tf = window[term]
-            if tf > best[term]:
-                best[term] = tf
-    whole.update({t: tf - whole[t] for t, tf in best.items()})
-    return whole, PASSAGE
+    if repeated:
+        best = dict.fromkeys(repeated, 1)
+        empty: Counter[str] = Counter()
+        for block, following in zip(blocks, [*blocks[1:], empty], strict=True):
+            for term in repeated.intersection(block):
+                tf = block[term] + following[term]
+                if tf > best[term]:
+                    best[term] = tf
+        whole.update({t: tf - whole[t] for t, tf in best.items()})
+    return whole, PASSAGE, _segments(blocks)
 
 
-def _segments(tokens: Sequence[str]) -> dict[str, int]:
-    """Which of an entry's SEGMENTS equal runs of tokens hold each term, as the bits of a
-    posting's value from SEGMENT_SHIFT on (the first run the lowest). A run is at least half a
-    passage, so a long entry's terms in one run or two neighbouring runs share a passage."""
-    size = max(PASSAGE // 2, -(-len(tokens) // SEGMENTS))
+def _segments(blocks: Sequence[Counter[str]]) -> dict[str, int]:
+    """Which of an entry's SEGMENTS equal runs of blocks hold each term, as the bits of a
+    posting's value from SEGMENT_SHIFT on (the first run the lowest). A run is at least one
+    block, half a passage, so a long entry's terms in one run or two neighbouring runs share
+    a passage."""
+    per = -(-len(blocks) // SEGMENTS)
     out: dict[str, int] = {}
     seen = out.keys()
-    for bit, start in enumerate(range(0, len(tokens), size), SEGMENT_SHIFT):
+    for bit, start in enumerate(range(0, len(blocks), per), SEGMENT_SHIFT):
         flag = 1 << bit
-        held = set(tokens[start : start + size])
+        held = set().union(*blocks[start : start + per])
         again = held & seen
         out.update(dict.fromkeys(held - again, flag))  # first seen here: no Python loop
         for term in again:
@@ -158,19 +165,22 @@ def entry_stats(e: NormalizedEntry) -> tuple[dict[str, int], int]:
     prose, plumbing = fields_of(e)
     p_tokens = tokenize(prose) if prose else []
     c_tokens = tokenize(plumbing) if plumbing else []
+    counts: dict[str, int]
     if p_tokens and c_tokens:
-        p_counts, p_len = _best_passage(p_tokens)
-        c_counts, c_len = _best_passage(c_tokens)
-        counts: dict[str, int] = dict(p_counts)
+        p_counts, p_len, _ = _passages(p_tokens)
+        c_counts, c_len, _ = _passages(c_tokens)
+        counts = dict(p_counts)
         for term, tf in c_counts.items():
             counts[term] = counts.get(term, 0) | tf << TF_BITS
+        # the segments of the entry's text: prose, then plumbing
         tokens = p_tokens + c_tokens
+        step = PASSAGE // 2
+        blocks = [Counter(tokens[i : i + step]) for i in range(0, len(tokens), step)]
+        bits = _segments(blocks) if len(tokens) > PASSAGE else {}
     else:  # one field: its counts stay unpacked (the length says which field they belong to)
-        tokens = p_tokens or c_tokens
-        counts, n = _best_passage(tokens)
+        counts, n, bits = _passages(p_tokens or c_tokens)
         p_len, c_len = (n, 0) if p_tokens else (0, n)
-    if len(tokens) > PASSAGE:
-        bits = _segments(tokens)
+    if bits:
         # C-level: each count OR its segment bits, in the counts' own key order
         values = map(or_, counts.values(), map(bits.__getitem__, counts))
         counts = dict(zip(counts, values, strict=True))

@@ -54,11 +54,11 @@ def test_a_one_field_entry_keeps_its_count_unpacked() -> None:
 
 
 def test_a_long_entry_says_which_segments_hold_each_term() -> None:
-    # 1,600 tokens: SEGMENTS runs of 100; "alpha" opens the entry, "omega" ends it, "both"
-    # is in each, "middle" in run 8 only
-    words = [f"w{i}" for i in range(1600)]
-    words[0], words[-1], words[850] = "alpha", "omega", "middle"
-    for at in (5, 1595):
+    # 2,048 tokens: SEGMENTS runs of 128 (two blocks of half a passage each); "alpha" opens
+    # the entry, "omega" ends it, "both" is in the first and the last, "middle" in run 8 only
+    words = [f"w{i}" for i in range(2048)]
+    words[0], words[-1], words[1100] = "alpha", "omega", "middle"
+    for at in (5, 2043):
         words[at] = "both"
     counts, length = entry_stats(_entry("toolResult", " ".join(words)))
     assert segments(counts["alpha"]) == 1
