@@ -147,3 +147,18 @@ def test_the_default_session_scope_holds_the_sessions_subagent_files(claude: Kit
         "inline zebrafish search",
         "please chase the zebrafish import",
     ]
+
+
+def test_a_subagent_file_is_named_by_its_id_as_hits_name_it(claude: Kit) -> None:
+    page = claude.recall(query="file", scope="global", sidechain=True)
+    hit = next(h for h in page["hits"] if h["snippet"] == "file zebrafish search")
+    sid = hit["sessionId"]
+    assert sid == f"claude:{SID}/agent-f1le"  # a slash, yet an id, not a path
+    for name in (sid, sid.removeprefix("claude:")):
+        expanded = claude.expand(session=name, indices=[0])
+        assert [e["text"] for e in expanded["entries"]] == ["file zebrafish search"]
+        scoped = claude.recall(query="zebrafish", scope=f"session:{name}")
+        assert texts(scoped) == ["file zebrafish search"]
+    # a path that is no id is still a path, refused outside the roots
+    outside = claude.expand(session="/elsewhere/agent-f1le", indices=[0])
+    assert outside["error"]["code"] == "session_outside_roots"
