@@ -173,6 +173,9 @@ class SearchResult:
     error: dict[str, str] | None = None
     # cold sessions whose digest record could not be read when the search needed it
     unavailable: set[str] = field(default_factory=set)
+    # a cold lexical candidate of which the structural filters hold for some entries only:
+    # which of its entries holds the terms, only hydration can tell
+    partly_filtered: bool = False
 
 
 # ----------------------------------------------------------------------------------- scopes
@@ -514,7 +517,7 @@ def _eligible(
 
 
 def _matching_addresses(
-    c: ColdSession, exact: Sequence[tuple[int, str]], filters: Filters, result: SearchResult
+    c: ColdSession, exact: Sequence[tuple[int, str | None]], filters: Filters, result: SearchResult
 ) -> int:
     """How many of *c*'s addresses match the filters; 0 (and *c* noted as unavailable) when
     its record cannot be read."""
@@ -583,6 +586,8 @@ def _cold_terms(
     candidates = [m for m in masks if not match_all or m[1] == full]
     matching = len(candidates)
     del candidates[limit:]
+    if filters.any:
+        result.partly_filtered |= not all(c.covers_every_entry(n) for c, _, n in candidates)
     groups: dict[int, list[tuple[int, ColdSession, int]]] = {}
     for p, (c, m, structural) in enumerate(candidates):
         groups.setdefault(m, []).append((p, c, structural))
@@ -771,6 +776,10 @@ def _score_regions(
         m: [(p, views[p], structural.get(p, 0)) for p in sorted(region)]
         for m, region in regions.items()
     }
+    if structural:
+        result.partly_filtered |= not all(
+            c.covers_every_entry(n) for group in groups.values() for _, c, n in group
+        )
     ranked = _rank_cold(groups, idf_model, encoded, keep, stats_budget, result)
     return ranked, total, matching <= limit
 
@@ -1345,6 +1354,6 @@ def _cold(
             result.reasons.add("cold_phrase_requires_hydration")
         elif plan.match == "all" and len(plan.terms) > 1:
             result.reasons.add("cold_all_terms_requires_hydration")
-        if filters.any:
+        if filters.any and result.partly_filtered:
             result.reasons.add("cold_structural_filter_requires_hydration")
     return found, count

@@ -22,6 +22,7 @@ from stages.normalized import NormalizeResult
 from stages.policy import Policy
 from stages.source import SourceSession
 from store.codec import encode
+from store.names import SIDECHAIN
 from store.rankstats import entry_stats, session_term_stats, term_stats_bytes
 from store.records import (
     Address,
@@ -212,6 +213,7 @@ def address_of(e: NormalizedEntry) -> Address:
         e.outcome,
         e.is_error,
         e.family,
+        SIDECHAIN if e.sidechain else None,
     )
 
 

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 from typing import Final
 
-__all__ = ["AGENTS", "BRANCH_MODES", "TOOL_FAMILIES", "path_key"]
+__all__ = ["AGENTS", "BRANCH_MODES", "SIDECHAIN", "TOOL_FAMILIES", "path_key"]
 
 AGENTS: Final = ("pi", "claude", "codex")
+# A cold address's sidechain field for a subagent's entry (``NormalizedEntry.sidechain``).
+SIDECHAIN: Final = "sidechain"
 BRANCH_MODES: Final = ("active", "all")
 TOOL_FAMILIES: Final = (
     "shell",

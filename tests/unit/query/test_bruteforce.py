@@ -211,7 +211,8 @@ def reference(
                 reasons.add("cold_phrase_requires_hydration")
             elif match == "all" and len(terms) > 1:
                 reasons.add("cold_all_terms_requires_hydration")
-            if f:
+            # unless the filters hold for every entry of each such session
+            if f and any(n < len(es) for _, es, _, n in found):
                 reasons.add("cold_structural_filter_requires_hydration")
     for s, score, terms_hit, structural in cold_hits:
         items.append(

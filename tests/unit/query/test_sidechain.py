@@ -162,3 +162,21 @@ def test_a_subagent_file_is_named_by_its_id_as_hits_name_it(claude: Kit) -> None
     # a path that is no id is still a path, refused outside the roots
     outside = claude.expand(session="/elsewhere/agent-f1le", indices=[0])
     assert outside["error"]["code"] == "session_outside_roots"
+
+
+def test_cold_digests_answer_the_sidechain_filter_where_every_entry_agrees(claude: Kit) -> None:
+    claude.configure(hotSessions=0)  # both files cold: a digest per file
+    claude.build()
+    # The subagent file is all subagent work, so "a subagent's entry holds the term" needs
+    # no hydration there; the main file mixes inline subagent lines with the person's own,
+    # so there only hydration can tell which entry holds the term.
+    theirs = claude.recall(query="file", scope="global", sidechain=True)
+    assert [h["sessionId"] for h in theirs["hits"]] == [f"claude:{SID}/agent-f1le"]
+    assert theirs["coverage"]["complete"] is True
+    mixed = claude.recall(query="zebrafish", scope="global", sidechain=True)
+    assert {h["sessionId"] for h in mixed["hits"]} == {f"claude:{SID}/agent-f1le", f"claude:{SID}"}
+    assert "cold_structural_filter_requires_hydration" in mixed["coverage"]["reasons"]
+    # the person's own work: the subagent file holds none of it
+    own = claude.recall(query="zebrafish", scope="global", sidechain=False)
+    assert [h["sessionId"] for h in own["hits"]] == [f"claude:{SID}"]
+    assert [h["matchedStructuralEntries"] for h in own["hits"]] == [3]
