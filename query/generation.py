@@ -211,6 +211,7 @@ class ColdSession:
         "_stamps",
         "_stats",
         "_vocabulary",
+        "entry_count",
         "last_ts",
         "name",
         "order",
@@ -228,7 +229,9 @@ class ColdSession:
     ) -> None:
         self.state = state
         self.name = state.index_record  # the digest record (what a lexicon names)
-        self.last_ts = state.view(branches).last_ts
+        view = state.view(branches)
+        self.last_ts = view.last_ts
+        self.entry_count = view.entry_count
         self.order = order_key(state)
         self._branches = branches
         self._ids = ids

@@ -62,7 +62,7 @@ PIVOT: Final = 40
 # tf, length and provenance order entries that match the same terms, IDF orders the rest.
 FLOOR: Final = 0.5
 # A cold session's term quality from its digest byte: only in plumbing, or in prose, plus up
-# to COLD_SPAN more as its prose says it from once to 64 times or more (bucket 1 .. 7).
+# to COLD_SPAN more by BM25's saturated tf of how often its prose says it, for its length.
 COLD_PROSE: Final = 0.6
 COLD_PLUMBING: Final = 0.2
 COLD_SPAN: Final = 0.4
@@ -304,15 +304,30 @@ class _Idf:
     Without cold sessions this is the seed's BM25 IDF over the hot candidates.
     """
 
-    __slots__ = ("_values", "cold_entries", "cold_holders", "hot_df", "hot_holders", "hot_n")
+    __slots__ = (
+        "_values",
+        "cold_entries",
+        "cold_holders",
+        "cold_sessions",
+        "hot_df",
+        "hot_holders",
+        "hot_n",
+    )
 
     def __init__(self, hot_n: int, hot_df: list[int], hot_holders: list[int]) -> None:
         self.hot_n = hot_n
         self.hot_df = hot_df
         self.hot_holders = hot_holders
         self.cold_entries = 0
+        self.cold_sessions = 0
         self.cold_holders = [0] * len(hot_df)
         self._values: list[float] | None = None
+
+    def norm(self, entries: int) -> float:
+        """BM25's length norm of a cold session of *entries* entries, against the average
+        cold session in scope (a session's length is its entry count, from the manifest)."""
+        average = self.cold_entries / self.cold_sessions if self.cold_sessions else 1.0
+        return 1 - B + B * entries / max(average, 1.0)
 
     @classmethod
     def cold_only(cls, n_terms: int) -> _Idf:
@@ -616,13 +631,17 @@ def _stats_budget(budgets: Budgets, keep: int | None) -> int:
     return min(budgets.cold_stats, budgets.cold_stats_per_kept * max(keep, 1))
 
 
-def _cold_quality(stat: int) -> float:
+def _cold_quality(stat: int, norm: float) -> float:
     """A cold session's quality for one term from its digest byte (``store.rankstats``): only
-    in tool output, or said in prose once, a few times, ... 64 times or more."""
+    in tool output (COLD_PLUMBING), or said in prose: COLD_PROSE plus COLD_SPAN times BM25's
+    saturated tf, the tf the least of its bucket (1, 2, 4, ... times) over the session's
+    length *norm* (``_Idf.norm``). A session that says the term twice in 20 entries is more
+    about it than one that says it twice in 2,000."""
     bucket = stat & BUCKET_BITS
     if not bucket:
         return COLD_PLUMBING
-    return COLD_PROSE + COLD_SPAN * min(1.0, (bucket - 1) / 6)
+    tf = (1 << (bucket - 1)) / norm
+    return COLD_PROSE + COLD_SPAN * tf / (tf + K1)
 
 
 def _rank_cold(
@@ -674,8 +693,9 @@ def _rank_cold(
             except RecordUnavailable:
                 result.unavailable.add(c.state.path)
                 stats = [0] * len(terms)
+            norm = idf_model.norm(c.entry_count)
             score = share * sum(
-                idf[i] * (FLOOR + (1 - FLOOR) * _cold_quality(stat))
+                idf[i] * (FLOOR + (1 - FLOOR) * _cold_quality(stat, norm))
                 for i, stat in zip(held, stats, strict=True)
             )
             out.append(SessionItem(c, score, len(held), structural))
@@ -1273,6 +1293,7 @@ def search(
                 if idf_model is None:
                     idf_model = _Idf.cold_only(len(plan.terms))
                 idf_model.cold_entries = _cold_entries(cold)
+                idf_model.cold_sessions = len(cold.sessions)
             found, matched = _cold(cold, eligible, plan, filters, budgets, keep, result, idf_model)
             # the cold items that cannot rank among the first *keep* are counted, not made
             items.extend(found)

@@ -92,12 +92,14 @@ def idf(n: int, df: float) -> float:
     return math.log((max(n, 1) - df + 0.5) / (df + 0.5) + 1) if df else 0.0
 
 
-def cold_quality(es: list[NormalizedEntry], term: str) -> float:
-    """From how many times the session's prose says the term (0: only tool output holds it)."""
+def cold_quality(es: list[NormalizedEntry], term: str, average: float) -> float:
+    """From how many times the session's prose says the term (0: only tool output holds it),
+    the least count of its power-of-two bucket, over the session's BM25 length norm."""
     said = sum(tokenize(fields(e)[0]).count(term) for e in es)
     if not said:
         return 0.2
-    return 0.6 + 0.4 * min(1.0, (min(said, 255).bit_length() - 1) / 6)
+    tf = 2 ** (min(said, 255).bit_length() - 1) / (0.25 + 0.75 * len(es) / max(average, 1.0))
+    return 0.6 + 0.4 * tf / (tf + 1.2)
 
 
 def passes(e: NormalizedEntry, f: dict[str, Any]) -> bool:
@@ -170,6 +172,7 @@ def reference(
     # one IDF for both tiers: hot candidates plus cold entries; a cold holder counts as many
     # entries as the hot sessions holding the term hold on average (1 when none does)
     n_all = len(candidates) + sum(len(es) for _, es in cold)
+    average = sum(len(es) for _, es in cold) / len(cold) if cold else 1.0
     idfs: dict[str, float] = {}
     for term in terms:
         holding = [(s, e) for s, e in candidates if term in tokenize(e.text)]
@@ -204,7 +207,7 @@ def reference(
             reasons.add("cold_phrase_requires_hydration")
         for s, es, hit, n in found:
             share = sum(idfs[t] for t in hit) / query_idf
-            score = share * sum(idfs[t] * (0.5 + 0.5 * cold_quality(es, t)) for t in hit)
+            score = share * sum(idfs[t] * (0.5 + 0.5 * cold_quality(es, t, average)) for t in hit)
             cold_hits.append((s, score, len(hit), n))
         if found:
             if phrase_mode:

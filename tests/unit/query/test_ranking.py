@@ -138,6 +138,22 @@ def test_cold_sessions_rank_by_their_term_statistics_not_their_mtime(kit: Kit) -
     assert hits[0]["score"] > hits[1]["score"]
 
 
+def test_a_cold_session_is_scored_for_its_length(kit: Kit) -> None:
+    # Both say "widget" twice in prose; one in 4 entries, the other in 400 (BM25's length
+    # norm, a session's length its entry count): the short one is about widgets.
+    kit.configure(hotSessions=0)
+    short = [("user", "the widget renders twice"), ("assistant", "fixed the widget")]
+    short += [("user", "thanks")] * 2
+    long = [*short[:2], *[("user", "unrelated work")] * 398]
+    kit.session("short", _session("short", short), mtime_s=1000)
+    kit.session("long", _session("long", long), mtime_s=2000)  # newer
+    kit.session("other", _session("other", [("user", "nothing here")] * 50), mtime_s=500)
+    kit.build()
+    hits = _hits(kit, "widget")
+    assert [h["sessionId"] for h in hits] == ["pi:short", "pi:long"]
+    assert hits[0]["score"] > hits[1]["score"]
+
+
 def test_cold_ties_break_by_mtime_then_path(kit: Kit) -> None:
     kit.configure(hotSessions=0)
     same = [("user", "the widget renders twice")]
