@@ -367,6 +367,8 @@ SESSIONS_OUTPUT: Final = _output(
                     "entryCount": {"type": "integer"},
                     "firstPrompt": {"type": "string"},
                     "counts": {"type": "object"},
+                    "sidechain": {"type": "boolean"},
+                    "parentSession": {"type": "string"},
                 },
                 "required": ["id", "file", "entryCount"],
             },

@@ -97,6 +97,11 @@ def sessions(
                 "lineageFingerprint": view.lineage_fingerprint,
             }
         )
+        if state.sidechain:
+            # a subagent's own file: it belongs under the session that spawned it
+            rows[-1]["sidechain"] = True
+            if state.parent_session:
+                rows[-1]["parentSession"] = f"{state.agent}:{state.parent_session}"
         if seen is not None:
             prompt, counts = seen
             if prompt is not None:

@@ -9,7 +9,7 @@ import orjson
 import pytest
 
 from query.errors import InvalidArgument
-from query.results import Entry, RecallPage
+from query.results import Entry, RecallPage, SessionList
 from query.walk import drive, steps
 from tests.helpers import claude_line, jsonl
 from tests.unit.query.kit import CWD, T0, Kit
@@ -180,3 +180,13 @@ def test_cold_digests_answer_the_sidechain_filter_where_every_entry_agrees(claud
     own = claude.recall(query="zebrafish", scope="global", sidechain=False)
     assert [h["sessionId"] for h in own["hits"]] == [f"claude:{SID}"]
     assert [h["matchedStructuralEntries"] for h in own["hits"]] == [3]
+
+
+def test_the_session_list_names_a_subagent_files_parent(claude: Kit) -> None:
+    rows = {s["id"]: s for s in claude.sessions(scope="global")["sessions"]}
+    child = rows[f"claude:{SID}/agent-f1le"]
+    assert (child["sidechain"], child["parentSession"]) == (True, f"claude:{SID}")
+    parent = rows[f"claude:{SID}"]
+    assert "sidechain" not in parent and "parentSession" not in parent
+    typed = {r.id: r for r in SessionList.from_dict(claude.sessions(scope="global")).sessions}
+    assert typed[child["id"]].parent_session == f"claude:{SID}"
