@@ -29,10 +29,11 @@ from pathlib import Path
 
 import structlog
 
-from pipeline.appender import HotSession, commit, extend, hot_session
-from pipeline.deltas import Delta, concat_entries, concat_shards
+from pipeline.discovery import subagent_meta
 from pipeline.session_job import Job, build_session, read_source
+from stages.appender import Delta, HotSession, asks_sidecar, commit, extend, hot_session
 from stages.policy import Policy
+from store.deltas import concat_entries, concat_shards
 from store.errors import is_disk_full
 from store.files import open_quietly
 from store.records import SessionState, SkippedFile, SourceEvent
@@ -268,7 +269,8 @@ class SessionEngine:
         if (st.st_dev, st.st_ino) != (state.dev, state.inode):
             return None
         stamp = (st.st_dev, st.st_ino, event.end, st.st_mtime_ns, st.st_ctime_ns)
-        appended = extend(hot, data, stamp, self.policy, expected_hash=expected)
+        sidecar = asks_sidecar(hot) and subagent_meta(state.path, state.agent) is not None
+        appended = extend(hot, data, stamp, self.policy, expected_hash=expected, sidecar=sidecar)
         if appended is None:
             return None
         delta: Delta | None = None

@@ -15,11 +15,12 @@ import traceback
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import Final
 
 import blake3
 
 from pipeline.discovery import Stamp, stamp_of, subagent_meta
+from stages.built import Built
 from stages.digest import (
     SessionFold,
     ViewInput,
@@ -33,16 +34,14 @@ from stages.lineage import lineage
 from stages.normalize import normalize
 from stages.policy import Policy
 from stages.read import read_parsed
-from stages.source import SourceSession
 from stages.tier import HOT
 from store.errors import is_disk_full
 from store.files import open_quietly
-from store.records import ColdDigest, HotShard, SessionState
+from store.records import SessionState
 from store.writer import StoreWriter
 
 __all__ = [
     "DISK_FULL",
-    "Built",
     "Job",
     "JobResult",
     "build_session",
@@ -136,21 +135,6 @@ def index_sessions(jobs: Sequence[Job]) -> list[JobResult]:
         return [
             JobResult(job.path, job.agent, None, 0, 0, reason=reason, error=error) for job in jobs
         ]
-
-
-@dataclass(frozen=True, slots=True)
-class Built:
-    """A session indexed whole, plus what the stages made on the way: the always-on
-    pipeline keeps these to extend the session when its file grows."""
-
-    state: SessionState
-    session: SourceSession
-    views: tuple[ViewInput, ...]
-    record: HotShard | ColdDigest
-    # where the parse stopped (stages.parse: a partial line or an unfinished object waits)
-    consumed: int = 1 << 62
-    next_line: int = 1 << 62
-    meta: dict[str, Any] | None = None  # a Claude subagent transcript's sidecar
 
 
 def _index(job: Job, data: bytes, stamp: Stamp, writer: StoreWriter) -> JobResult:

@@ -9,7 +9,7 @@
             ─► tail reader: the agent adapter over the new records, positions continuing
             ─► lineage: every new node chains off the current leaf, in order (else: None)
             ─► normalize the new records only; indices continue the base's
-            ─► digest: one delta HotShard + one delta SessionEntries (pipeline.deltas)
+            ─► digest: one delta HotShard + one delta SessionEntries (a ``Delta``)
             ─► SessionState: new stamp, source_hash, summaries; delta names appended
 
 ``extend`` returns None whenever the result would differ from indexing the whole file again
@@ -18,7 +18,7 @@ reprocesses the session whole. Only Pi files of version 2 or later have a tail r
 records carry their own ids and parents and ``normalize_pi`` is a function of each record
 alone, except for branch-summary facts (de-duplicated across carriers), which are declined.
 Claude Code threads replies and tool results across lines and Codex pairs calls with outputs:
-their appends go through ``pipeline.rederive`` (every stage rerun in memory over the parsed
+their appends go through ``stages.rederive`` (every stage rerun in memory over the parsed
 session, only the new entries stored) while their parsed records are kept.
 """
 
@@ -30,10 +30,7 @@ from typing import Any
 
 import blake3
 
-from pipeline.deltas import Delta
-from pipeline.discovery import subagent_meta
-from pipeline.rederive import CUT, Rederive, carry_cut, parsed_state, rederive
-from pipeline.session_job import Built
+from stages.built import Built
 from stages.digest import RECORD_REASONS, SessionFold, ViewInput, build_entries, build_shard
 from stages.drift import versioned
 from stages.lineage import Lineage, fingerprint
@@ -43,13 +40,37 @@ from stages.parse import parse
 from stages.pi.normalize import appends_locally, empty_reasons
 from stages.pi.source import read_pi
 from stages.policy import Policy
+from stages.rederive import CUT, Rederive, carry_cut, parsed_state, rederive
 from stages.source import ParseResult, RawRecord, SourceRecord, SourceSession
 from stages.tier import HOT
 from store.records import HotShard, NormalizedEntry, SessionEntries, SessionState, ViewSummary
 
-__all__ = ["Appended", "HotSession", "Tail", "ViewTrack", "extend", "hot_session"]
+__all__ = [
+    "Appended",
+    "Delta",
+    "HotSession",
+    "Tail",
+    "ViewTrack",
+    "asks_sidecar",
+    "commit",
+    "extend",
+    "hot_session",
+]
 
 Stamp = tuple[int, int, int, int, int]
+
+
+@dataclass(frozen=True, slots=True)
+class Delta:
+    """One stored delta pair (folded by ``store.deltas``) and how many appends it folds (its
+    tier)."""
+
+    shard: HotShard
+    entries: SessionEntries
+    shard_name: str
+    entries_name: str
+    bytes: int
+    level: int = 0
 
 
 @dataclass(slots=True)
@@ -214,6 +235,12 @@ def commit(hot: HotSession, appended: Appended, delta: Delta | None) -> None:
     tail.path_ids = appended.path_ids
 
 
+def asks_sidecar(hot: HotSession) -> bool:
+    """Whether ``extend`` must be told if a subagent sidecar exists now: a session appended
+    in memory that was built without one (the caller looks; a stage reads no file)."""
+    return hot.tail is None and hot.rederive is not None and hot.rederive.meta is None
+
+
 def extend(
     hot: HotSession,
     data: bytes,
@@ -221,9 +248,11 @@ def extend(
     policy: Policy,
     *,
     expected_hash: str | None,
+    sidecar: bool = False,
 ) -> Appended | None:
     """Extend *hot* by ``data``, the file's bytes from ``hot.consumed`` on (its tail already
-    indexed, then the new ones), as described by *stamp*.
+    indexed, then the new ones), as described by *stamp*. *sidecar* says whether a subagent
+    sidecar exists now (the caller looks only when ``asks_sidecar``).
 
     Returns None when the bytes do not hash to *expected_hash* (the file changed since the
     watcher looked) or when only a whole reprocess gives the exact result.
@@ -256,7 +285,7 @@ def extend(
         return _extend_tail(hot.tail, parsed, moved, policy, hasher, consumed)
     if hot.rederive is None:
         return None
-    if hot.rederive.meta is None and subagent_meta(state.path, state.agent) is not None:
+    if hot.rederive.meta is None and sidecar:
         return None  # a subagent's sidecar appeared after the build: only a whole build reads it
     again = rederive(hot.rederive, parsed, moved, policy, new_bytes=end - state.size)
     if again is None:

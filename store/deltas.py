@@ -20,24 +20,12 @@ from __future__ import annotations
 
 from array import array
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from store.postings import decode_pairs, encode_pairs
 from store.records import EntriesView, HotShard, NormalizedEntry, SessionEntries, ShardView
 
-__all__ = ["Delta", "concat_entries", "concat_shards"]
-
-
-@dataclass(frozen=True, slots=True)
-class Delta:
-    """One stored delta pair and how many appends it folds (its tier)."""
-
-    shard: HotShard
-    entries: SessionEntries
-    shard_name: str
-    entries_name: str
-    bytes: int
-    level: int = 0
+__all__ = ["concat_entries", "concat_shards"]
 
 
 def concat_shards(shards: Sequence[HotShard]) -> HotShard:

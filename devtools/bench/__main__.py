@@ -1,5 +1,5 @@
 import sys
 
-from bench_lib.cli import main
+from devtools.bench.cli import main
 
 sys.exit(main())

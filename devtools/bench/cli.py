@@ -26,21 +26,19 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench_lib.corpus import SIZES, ensure_corpus, plant_canaries, write_config
-from bench_lib.floor import socket_floor
-from bench_lib.groups import Query, build_groups
-from bench_lib.procs import percentiles, rss_kb, run_measured, tree_rss_kb
-from bench_lib.quality import run_quality
-from bench_lib.quality_ir import render_quality, run_retrieval
-from bench_lib.redaction import false_positives
-from bench_lib.report import evaluate, render
-from bench_lib.workdir import clear_aside, set_aside
-from bench_lib.workers import Worker
+from devtools import ROOT
+from devtools.bench.corpus import SIZES, ensure_corpus, plant_canaries, write_config
+from devtools.bench.floor import socket_floor
+from devtools.bench.groups import Query, build_groups
+from devtools.bench.procs import percentiles, rss_kb, run_measured, tree_rss_kb
+from devtools.bench.quality import run_quality
+from devtools.bench.quality_ir import render_quality, run_retrieval
+from devtools.bench.redaction import false_positives
+from devtools.bench.report import evaluate, render
+from devtools.bench.workdir import clear_aside, set_aside
+from devtools.bench.workers import Worker
 
 __all__ = ["main"]
-
-_OPS = Path(__file__).resolve().parent.parent
-_REPO = _OPS.parent
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -68,15 +66,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--quality-only",
         action="store_true",
-        help="only the retrieval-quality table (known-item and natural sets; bench_lib.quality_ir)",
+        help="only the retrieval-quality table (known-item and natural sets; bench.quality_ir)",
     )
     return p
-
-
-def _env() -> dict[str, str]:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(_OPS), env.get("PYTHONPATH")]))
-    return env
 
 
 def _bin(name: str) -> str:
@@ -144,7 +136,9 @@ def _build(cfg: Path, index: Path, processes: int | None) -> dict[str, Any]:
 def _fts5_build(db: Path, roots: list[str]) -> dict[str, Any]:
     for p in db.parent.glob(db.name + "*"):
         p.unlink()
-    m = run_measured([sys.executable, "-m", "bench_lib.fts5", "build", str(db), *roots])
+    m = run_measured(
+        [sys.executable, "-m", "devtools.bench.fts5", "build", str(db), *roots], cwd=str(ROOT)
+    )
     if m.returncode != 0:
         return {"error": m.stderr[-500:]}
     return {
@@ -315,10 +309,10 @@ def _fresh_ours(
     spec = work / "fresh-sessions.json"
     spec.write_text(json.dumps(sessions))
     try:
-        argv = [sys.executable, "-m", "bench_lib.fresh", "--config", str(cfg)]
+        argv = [sys.executable, "-m", "devtools.bench.fresh", "--config", str(cfg)]
         argv += ["--sessions", str(spec), "--rate", str(ns.fresh_rate)]
         argv += ["--count", str(ns.fresh_count)] + (["--server"] if served else [])
-        done = subprocess.run(argv, capture_output=True, text=True, env=_env())
+        done = subprocess.run(argv, capture_output=True, text=True, cwd=ROOT)
         if done.returncode != 0:
             return {"error": done.stderr[-500:], "mode": mode}
         result = _last_json(done.stdout)
@@ -358,7 +352,7 @@ def run(ns: argparse.Namespace) -> dict[str, Any]:
     default = Path(tempfile.gettempdir()) / "sessiondex-bench" / ns.size
     work = (ns.work or default).resolve()
     work.mkdir(parents=True, exist_ok=True)
-    # An earlier run's files go only after the timed builds (see bench_lib.workdir).
+    # An earlier run's files go only after the timed builds (see devtools.bench.workdir).
     set_aside(work, ("corpus", "index", "fts5.db", "fts5.db-wal", "fts5.db-shm"))
     try:
         return _run(ns, work)
@@ -441,8 +435,8 @@ def _measure_queries(
 ) -> None:
     notes: list[str] = res["notes"]
     _log(f"warm recall: {len(queries)} queries x {ns.reps} through our query process")
-    argv = [sys.executable, "-m", "bench_lib.ours_worker", "--config", str(cfg)]
-    ours = Worker(argv + (["--server"] if serve else []), _env())
+    argv = [sys.executable, "-m", "devtools.bench.ours_worker", "--config", str(cfg)]
+    ours = Worker(argv + (["--server"] if serve else []))
     res["ours_mode"] = (
         "query serve over its Unix socket (client round trip)"
         if serve
@@ -464,14 +458,14 @@ def _measure_queries(
     if serve:
         _log("socket floor: framed round trips to an echo process")
         res["socket_floor"] = socket_floor()
-        from bench_lib.web import http_vs_socket
+        from devtools.bench.web import http_vs_socket
 
         _log("recall over HTTP (query ui, answering through query serve) beside the socket")
         sample = queries[:: max(1, len(queries) // 40)]
         res["http"] = http_vs_socket(cfg, _bin("query"), sample, 3, notes)
 
     _log("FTS5 warm queries")
-    fts = Worker([sys.executable, "-m", "bench_lib.fts5", "serve", str(work / "fts5.db")], _env())
+    fts = Worker([sys.executable, "-m", "devtools.bench.fts5", "serve", str(work / "fts5.db")])
     try:
         lat, seen = _latency(fts.ask, queries, "fts5", ns.reps, lambda q: {"match": q.fts5})
         res["latency"]["fts5"] = lat
@@ -508,8 +502,8 @@ def _peers(
     fresh_sessions: list[list[str]],
     notes: list[str],
 ) -> dict[str, Any] | None:
-    from bench_lib.peer import install, netns_note
-    from bench_lib.peer import run as run_peer
+    from devtools.bench.peer import install, netns_note
+    from devtools.bench.peer import run as run_peer
 
     why = netns_note()
     if why is not None:
@@ -549,7 +543,7 @@ def main(argv: list[str] | None = None) -> int:
     ns = _parser().parse_args(argv)
     if ns.quality_only:
         work = (ns.work or Path(tempfile.gettempdir()) / "sessiondex-bench" / "quality").resolve()
-        retrieval = run_retrieval(work, _env(), _log)
+        retrieval = run_retrieval(work, _log)
         sys.stdout.write(render_quality(retrieval) + "\n")
         sys.stdout.write(json.dumps({"retrieval": retrieval}, separators=(",", ":")) + "\n")
         return 0

@@ -24,6 +24,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from devtools import ROOT
+
 __all__ = [
     "SIZES",
     "Canary",
@@ -56,7 +58,7 @@ def ensure_corpus(
         [
             python,
             "-m",
-            "pipeline.corpus",
+            "devtools.corpus",
             "--out",
             str(out),
             "--sessions",
@@ -72,6 +74,7 @@ def ensure_corpus(
         ],
         check=True,
         stdout=subprocess.DEVNULL,
+        cwd=ROOT,
     )
     seconds = time.perf_counter() - started
     return json.loads((out / "corpus.json").read_bytes()), seconds

@@ -6,20 +6,19 @@ server process); FTS5's in its own process. Beside them the bench measures the s
 echo process on a socket pair: no server logic, no engine. A p95 limit below this floor
 cannot be met by any answer that crosses a process boundary on this machine.
 
-    python -m bench_lib.floor echo FD      the echo side (the bench starts it)
+    python -m devtools.bench.floor echo FD      the echo side (the bench starts it)
 """
 
 from __future__ import annotations
 
-import os
 import socket
 import subprocess
 import sys
 import time
-from pathlib import Path
 from typing import Any
 
-from bench_lib.procs import percentiles
+from devtools import ROOT
+from devtools.bench.procs import percentiles
 
 __all__ = ["socket_floor"]
 
@@ -38,12 +37,10 @@ def socket_floor(count: int = 2000, warmup: int = 200) -> dict[str, Any]:
     from query.transport import read_frame, write_frame
 
     mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-    ops = str(Path(__file__).resolve().parent.parent)
-    path = os.pathsep.join(p for p in (ops, os.environ.get("PYTHONPATH")) if p)
     child = subprocess.Popen(
-        [sys.executable, "-m", "bench_lib.floor", "echo", str(theirs.fileno())],
+        [sys.executable, "-m", "devtools.bench.floor", "echo", str(theirs.fileno())],
         pass_fds=(theirs.fileno(),),
-        env={**os.environ, "PYTHONPATH": path},
+        cwd=ROOT,
     )
     theirs.close()
     spent: list[float] = []

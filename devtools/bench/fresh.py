@@ -10,7 +10,7 @@ term) is part of the latency, as it is for a user; ``poll_ms`` reports it. Poll 
 2 ms apart (for every tool measured), so the bench does not take the CPUs of the pipeline it
 is timing.
 
-    python -m bench_lib.fresh --config FILE --sessions JSON --rate R --count N
+    python -m devtools.bench.fresh --config FILE --sessions JSON --rate R --count N
 """
 
 from __future__ import annotations
@@ -25,8 +25,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bench_lib.corpus import append_entry, canary_term
-from bench_lib.procs import percentiles
+from devtools.bench.corpus import append_entry, canary_term
+from devtools.bench.procs import percentiles
 
 Searcher = Callable[[str], bool]
 

@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from bench_lib.quality import regex_for
+from devtools.bench.quality import regex_for
 
 __all__ = ["GROUPS", "Query", "build_groups"]
 
@@ -28,7 +28,7 @@ GROUPS = (
     "negative",
 )
 
-# Words the generator draws most often (pipeline.corpus.words._COMMON), in small bundles.
+# Words the generator draws most often (devtools.corpus.words._COMMON), in small bundles.
 _MULTI = (
     ("missing", "config", "file"),
     ("cache", "query", "server"),

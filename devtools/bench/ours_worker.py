@@ -20,7 +20,7 @@ from typing import Any
 
 import orjson
 
-from bench_lib.procs import rss_kb, tree_pids, tree_rss_kb
+from devtools.bench.procs import rss_kb, tree_pids, tree_rss_kb
 
 
 class _EngineBackend:

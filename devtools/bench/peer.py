@@ -2,7 +2,7 @@
 
 agentsview tries to reach the internet when it starts, so it and every client that talks to
 it run inside a network namespace holding only loopback (``unshare --net``): nothing leaves
-the machine. ``run`` does the set-up outside and starts ``python -m bench_lib.peer inner``
+the machine. ``run`` does the set-up outside and starts ``python -m devtools.bench.peer inner``
 inside the namespace, which brings ``lo`` up, then measures: a full ``sync`` (time, peak RSS),
 a no-op re-sync, ranked search through ``serve`` on 127.0.0.1 per query group, the
 ``session search --server`` CLI, the server's RSS and append-to-searchable latency.
@@ -25,8 +25,9 @@ import urllib.parse
 from pathlib import Path
 from typing import Any
 
-from bench_lib.fresh import measure
-from bench_lib.procs import percentiles, run_measured, tree_rss_kb
+from devtools import ROOT
+from devtools.bench.fresh import measure
+from devtools.bench.procs import percentiles, run_measured, tree_rss_kb
 
 __all__ = ["install", "netns_note", "run"]
 
@@ -75,10 +76,9 @@ def run(
     spec["roots"] = {a: str(corpus / a) for a in ("pi", "claude", "codex")}
     spec_path = work / "agentsview-spec.json"
     spec_path.write_text(json.dumps(spec))
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
     proc = subprocess.run(
-        ["unshare", "--net", python, "-m", "bench_lib.peer", "inner", str(spec_path)],
-        env=env,
+        ["unshare", "--net", python, "-m", "devtools.bench.peer", "inner", str(spec_path)],
+        cwd=ROOT,
         capture_output=True,
         text=True,
     )

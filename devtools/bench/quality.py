@@ -28,7 +28,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bench_lib.corpus import Canary
+from devtools.bench.corpus import Canary
 
 __all__ = ["run_quality"]
 

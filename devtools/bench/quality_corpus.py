@@ -20,6 +20,8 @@ from pathlib import Path
 
 import orjson
 
+from devtools import ROOT
+
 __all__ = ["GENERATED", "REAL", "Judged", "assemble", "entries"]
 
 AGENTS = ("pi", "claude", "codex")
@@ -61,7 +63,7 @@ def assemble(work: Path) -> Path:
             [
                 sys.executable,
                 "-m",
-                "pipeline.corpus",
+                "devtools.corpus",
                 "--out",
                 str(gen),
                 "--sessions",
@@ -75,6 +77,7 @@ def assemble(work: Path) -> Path:
             ],
             check=True,
             stdout=subprocess.DEVNULL,
+            cwd=ROOT,
         )
     for agent in AGENTS:
         if (gen / agent).is_dir():

@@ -11,7 +11,7 @@ says how they were made). Each query asks for the first 10 results of every syst
   relevant when its (session label, entry id) is judged relevant; a cold session candidate (the
   cold tier answers with sessions, whose entries a follow-up expands) when the session holds a
   judged entry.
-* **fts5**: one row per JSONL line, every string of the line (``bench_lib.fts5``), the query's
+* **fts5**: one row per JSONL line, every string of the line (``devtools.bench.fts5``), the query's
   terms OR-ed as quoted strings, ordered by ``bm25``. A row is relevant when its (file, line) is
   one of a judged entry's source lines.
 * **like**: the same rows, ``body LIKE '%term%'`` per term, ordered by how many terms match,
@@ -29,11 +29,11 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from bench_lib.corpus import write_config
-from bench_lib.fts5 import build as fts5_build
-from bench_lib.procs import run_measured
-from bench_lib.quality_corpus import assemble
-from bench_lib.workers import Worker
+from devtools.bench.corpus import write_config
+from devtools.bench.fts5 import build as fts5_build
+from devtools.bench.procs import run_measured
+from devtools.bench.quality_corpus import assemble
+from devtools.bench.workers import Worker
 from store.tokens import unique_terms
 
 __all__ = ["render_quality", "run_retrieval"]
@@ -116,7 +116,7 @@ def _build_ours(work: Path, corpus: Path, name: str, **memory: object) -> Path:
     return cfg
 
 
-def run_retrieval(work: Path, env: dict[str, str], log: Callable[[str], None]) -> dict[str, Any]:
+def run_retrieval(work: Path, log: Callable[[str], None]) -> dict[str, Any]:
     """Every system on every set; one result row per (set, system)."""
     work.mkdir(parents=True, exist_ok=True)
     log("retrieval quality: corpus")
@@ -127,7 +127,7 @@ def run_retrieval(work: Path, env: dict[str, str], log: Callable[[str], None]) -
     for system, memory in (("sessiondex hot", {}), ("sessiondex cold", {"hotSessions": 2})):
         log(f"retrieval quality: {system}")
         cfg = _build_ours(work, corpus, system.split()[1], **memory)
-        worker = Worker([sys.executable, "-m", "bench_lib.ours_worker", "--config", str(cfg)], env)
+        worker = Worker([sys.executable, "-m", "devtools.bench.ours_worker", "--config", str(cfg)])
         try:
             for name, items in sets.items():
                 ranks[(name, system)] = [_ours(worker, i) for i in items]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from bench_lib.groups import GROUPS
+from devtools.bench.groups import GROUPS
 
 __all__ = ["evaluate", "render"]
 

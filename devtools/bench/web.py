@@ -22,8 +22,8 @@ from urllib.parse import urlsplit
 
 import orjson
 
-from bench_lib.groups import Query
-from bench_lib.procs import percentiles
+from devtools.bench.groups import Query
+from devtools.bench.procs import percentiles
 
 __all__ = ["http_vs_socket"]
 

@@ -3,25 +3,23 @@
 from __future__ import annotations
 
 import contextlib
-import os
 import subprocess
 from collections.abc import Sequence
 from typing import Any
 
 import orjson
 
-from bench_lib.procs import rss_kb, tree_rss_kb
+from devtools import ROOT
+from devtools.bench.procs import rss_kb, tree_rss_kb
 
 __all__ = ["Worker"]
 
 
 class Worker:
-    def __init__(self, argv: Sequence[str], env: dict[str, str] | None = None) -> None:
+    def __init__(self, argv: Sequence[str]) -> None:
+        # in the checkout's root, where ``python -m devtools.…`` finds its package
         self.proc = subprocess.Popen(
-            list(argv),
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            env=env if env is not None else dict(os.environ),
+            list(argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=ROOT
         )
 
     def ask(self, request: dict[str, Any]) -> dict[str, Any]:

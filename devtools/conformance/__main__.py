@@ -1,3 +1,3 @@
-from conformance_lib.cli import main
+from devtools.conformance.cli import main
 
 raise SystemExit(main())

@@ -20,10 +20,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))
-
-from tests.conformance.toolchain import NODE, PINNED  # noqa: E402
+from devtools import ROOT
+from tests.conformance.toolchain import NODE, PINNED
 
 __all__ = ["compare", "latest_versions", "main"]
 

@@ -9,11 +9,11 @@ trace and branch summary sits. One ``random.Random(seed)`` drives everything (no
 Modules: ``words`` (lexicon and text), ``project`` (cwds, files), ``tools`` (agent-neutral tool
 calls), ``draft`` (a file being assembled; term planting), ``fabric`` (trace and branch-summary
 payloads), ``pi`` / ``claude`` / ``codex`` (one builder per format), ``plan`` and ``generate``
-(the corpus), ``manifest`` (``corpus.json``), ``cli`` (``python -m pipeline.corpus``).
+(the corpus), ``manifest`` (``corpus.json``), ``cli`` (``python -m devtools.corpus``).
 """
 
-from pipeline.corpus.cli import main
-from pipeline.corpus.generate import AGENTS, generate
-from pipeline.corpus.manifest import CorpusManifest, load_manifest
+from devtools.corpus.cli import main
+from devtools.corpus.generate import AGENTS, generate
+from devtools.corpus.manifest import CorpusManifest, load_manifest
 
 __all__ = ["AGENTS", "CorpusManifest", "generate", "load_manifest", "main"]

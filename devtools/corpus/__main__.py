@@ -1,3 +1,3 @@
-from pipeline.corpus.cli import main
+from devtools.corpus.cli import main
 
 raise SystemExit(main())

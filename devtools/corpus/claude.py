@@ -13,14 +13,14 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from pipeline.corpus.claude_tools import claude_args, claude_result
-from pipeline.corpus.draft import Draft, FieldPath, plant_terms
-from pipeline.corpus.ids import iso, uuid4
-from pipeline.corpus.manifest import ToolError
-from pipeline.corpus.plan import BuiltFile, BuiltSession, SessionPlan, Shared, planted_terms
-from pipeline.corpus.project import Project
-from pipeline.corpus.tools import KINDS, WEIGHTS, ToolCall, plan_call, run_call
-from pipeline.corpus.words import Text
+from devtools.corpus.claude_tools import claude_args, claude_result
+from devtools.corpus.draft import Draft, FieldPath, plant_terms
+from devtools.corpus.ids import iso, uuid4
+from devtools.corpus.manifest import ToolError
+from devtools.corpus.plan import BuiltFile, BuiltSession, SessionPlan, Shared, planted_terms
+from devtools.corpus.project import Project
+from devtools.corpus.tools import KINDS, WEIGHTS, ToolCall, plan_call, run_call
+from devtools.corpus.words import Text
 
 __all__ = ["build_claude", "project_slug"]
 

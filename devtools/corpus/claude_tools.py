@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from pipeline.corpus.draft import FieldPath
-from pipeline.corpus.tools import ToolCall
-from pipeline.corpus.words import Text
+from devtools.corpus.draft import FieldPath
+from devtools.corpus.tools import ToolCall
+from devtools.corpus.words import Text
 
 __all__ = ["claude_args", "claude_result"]
 

@@ -1,4 +1,4 @@
-"""``python -m pipeline.corpus --out DIR --sessions N --mean-kb K --seed S [--agents …]``."""
+"""``python -m devtools.corpus --out DIR --sessions N --mean-kb K --seed S [--agents …]``."""
 
 from __future__ import annotations
 
@@ -8,14 +8,14 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from pipeline.corpus.generate import generate
+from devtools.corpus.generate import generate
 
 __all__ = ["main"]
 
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m pipeline.corpus",
+        prog="python -m devtools.corpus",
         description="Write a deterministic synthetic corpus of agent session files.",
     )
     parser.add_argument("--out", type=Path, required=True, help="corpus directory (empty or new)")
@@ -56,7 +56,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             malformed_lines=not args.no_malformed,
         )
     except (ValueError, FileExistsError) as exc:
-        print(f"pipeline.corpus: {exc}", file=sys.stderr)
+        print(f"devtools.corpus: {exc}", file=sys.stderr)
         return 2
     elapsed = time.perf_counter() - started
     totals = manifest.totals

@@ -14,12 +14,12 @@ from typing import Any
 
 import orjson
 
-from pipeline.corpus.draft import Draft, FieldPath, plant_terms
-from pipeline.corpus.ids import iso, iso_seconds, uuid7
-from pipeline.corpus.manifest import ToolError
-from pipeline.corpus.plan import BuiltFile, BuiltSession, SessionPlan, Shared, planted_terms
-from pipeline.corpus.tools import KINDS, WEIGHTS, ToolCall, plan_call, run_call
-from pipeline.corpus.words import Text
+from devtools.corpus.draft import Draft, FieldPath, plant_terms
+from devtools.corpus.ids import iso, iso_seconds, uuid7
+from devtools.corpus.manifest import ToolError
+from devtools.corpus.plan import BuiltFile, BuiltSession, SessionPlan, Shared, planted_terms
+from devtools.corpus.tools import KINDS, WEIGHTS, ToolCall, plan_call, run_call
+from devtools.corpus.words import Text
 
 __all__ = ["build_codex"]
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import orjson
 
-from pipeline.corpus.terms import TermPool
+from devtools.corpus.terms import TermPool
 
 __all__ = ["Carrier", "Draft", "Plant", "plant_terms"]
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from pipeline.corpus.project import Project
-from pipeline.corpus.words import Text
+from devtools.corpus.project import Project
+from devtools.corpus.words import Text
 
 __all__ = [
     "TRACE_DEFECTS",

@@ -10,10 +10,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from pipeline.corpus.claude import build_claude
-from pipeline.corpus.codex import build_codex
-from pipeline.corpus.fabric import TRACE_DEFECTS
-from pipeline.corpus.manifest import (
+from devtools.corpus.claude import build_claude
+from devtools.corpus.codex import build_codex
+from devtools.corpus.fabric import TRACE_DEFECTS
+from devtools.corpus.manifest import (
     MANIFEST_NAME,
     BranchSummary,
     CorpusArgs,
@@ -25,11 +25,11 @@ from pipeline.corpus.manifest import (
     ToolError,
     Totals,
 )
-from pipeline.corpus.pi import build_pi
-from pipeline.corpus.plan import BuiltFile, BuiltSession, SessionPlan, Shared
-from pipeline.corpus.project import Project, make_projects
-from pipeline.corpus.terms import TermPool
-from pipeline.corpus.words import Lexicon, Text
+from devtools.corpus.pi import build_pi
+from devtools.corpus.plan import BuiltFile, BuiltSession, SessionPlan, Shared
+from devtools.corpus.project import Project, make_projects
+from devtools.corpus.terms import TermPool
+from devtools.corpus.words import Lexicon, Text
 
 __all__ = ["AGENTS", "generate"]
 

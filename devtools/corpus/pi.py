@@ -15,11 +15,11 @@ from typing import Any
 
 import orjson
 
-from pipeline.corpus.draft import Draft, FieldPath, plant_terms
-from pipeline.corpus.fabric import AbandonedEntry, Trace, branch_details, fabric_code, make_trace
-from pipeline.corpus.ids import iso, uuid4, uuid7
-from pipeline.corpus.manifest import BranchSummary, FabricTrace, ToolError
-from pipeline.corpus.pi_shapes import (
+from devtools.corpus.draft import Draft, FieldPath, plant_terms
+from devtools.corpus.fabric import AbandonedEntry, Trace, branch_details, fabric_code, make_trace
+from devtools.corpus.ids import iso, uuid4, uuid7
+from devtools.corpus.manifest import BranchSummary, FabricTrace, ToolError
+from devtools.corpus.pi_shapes import (
     LEVELS,
     MODELS,
     bash_execution,
@@ -31,9 +31,9 @@ from pipeline.corpus.pi_shapes import (
     usage,
     zero_usage,
 )
-from pipeline.corpus.plan import BuiltFile, BuiltSession, SessionPlan, Shared, planted_terms
-from pipeline.corpus.tools import KINDS, WEIGHTS, ToolCall, plan_call, run_call
-from pipeline.corpus.words import Text
+from devtools.corpus.plan import BuiltFile, BuiltSession, SessionPlan, Shared, planted_terms
+from devtools.corpus.tools import KINDS, WEIGHTS, ToolCall, plan_call, run_call
+from devtools.corpus.words import Text
 
 __all__ = ["build_pi", "encode_cwd"]
 

@@ -7,9 +7,9 @@ from typing import Any
 
 import orjson
 
-from pipeline.corpus.project import Project
-from pipeline.corpus.tools import ToolCall
-from pipeline.corpus.words import Text
+from devtools.corpus.project import Project
+from devtools.corpus.tools import ToolCall
+from devtools.corpus.words import Text
 
 __all__ = [
     "bash_execution",

@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from pipeline.corpus.draft import Plant
-from pipeline.corpus.manifest import BranchSummary, FabricTrace, PlantedTerm, ToolError
-from pipeline.corpus.project import Project
-from pipeline.corpus.terms import TermPool
-from pipeline.corpus.words import Lexicon
+from devtools.corpus.draft import Plant
+from devtools.corpus.manifest import BranchSummary, FabricTrace, PlantedTerm, ToolError
+from devtools.corpus.project import Project
+from devtools.corpus.terms import TermPool
+from devtools.corpus.words import Lexicon
 
 __all__ = ["BuiltFile", "BuiltSession", "SessionPlan", "Shared", "planted_terms"]
 

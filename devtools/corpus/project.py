@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pipeline.corpus.words import Text
+from devtools.corpus.words import Text
 
 __all__ = ["Project", "make_projects"]
 

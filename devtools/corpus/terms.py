@@ -1,7 +1,7 @@
 """Planted search terms: single tokens that occur nowhere else in the corpus.
 
 Every term is ``qj`` + 10 characters from ``[a-p r-z 0-9]``: lowercase ASCII letters and digits
-only (one token under ``store.tokens``), and ``pipeline.corpus.words`` never emits ``qj``, so a
+only (one token under ``store.tokens``), and ``devtools.corpus.words`` never emits ``qj``, so a
 term's only occurrences are the ones the generator plants.
 """
 

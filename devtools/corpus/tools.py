@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pipeline.corpus.project import Project
-from pipeline.corpus.words import Text
+from devtools.corpus.project import Project
+from devtools.corpus.words import Text
 
 __all__ = ["KINDS", "WEIGHTS", "ToolCall", "ToolOutput", "plan_call", "run_call"]
 

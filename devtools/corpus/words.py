@@ -2,7 +2,7 @@
 
 No generated string ever holds the letter pair ``qj``: lexicon words use ``q`` only as ``qu``,
 and the opaque alphabets leave out ``q`` and ``Q``. Planted terms all start with ``qj``
-(``pipeline.corpus.terms``), so they are unique in the corpus by construction, not by luck.
+(``devtools.corpus.terms``), so they are unique in the corpus by construction, not by luck.
 """
 
 from __future__ import annotations

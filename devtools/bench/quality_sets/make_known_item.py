@@ -1,6 +1,6 @@
 """Regenerate ``known_item.json`` (the deterministic half of the procedure; see README.md).
 
-    PYTHONPATH=ops .venv/bin/python ops/bench_lib/quality_sets/make_known_item.py WORK
+    .venv/bin/python -m devtools.bench.quality_sets.make_known_item WORK      (in the checkout)
 
 Picks entries by a hash order, and for each the words a person would remember of it: one
 distinctive word (lowest document frequency in the corpus) plus up to two ordinary words of
@@ -16,8 +16,7 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-from bench_lib.quality_corpus import Judged, assemble, entries
-
+from devtools.bench.quality_corpus import Judged, assemble, entries
 from store.tokens import tokenize
 
 HERE = Path(__file__).resolve().parent
@@ -73,7 +72,7 @@ def main(work: Path) -> None:
             items.append({"query": query, "target": key, "relevant": relevant})
             picked += 1
     out = {
-        "made_by": "ops/bench_lib/quality_sets/make_known_item.py (see README.md)",
+        "made_by": "devtools/bench/quality_sets/make_known_item.py (see README.md)",
         "entries": n,
         "items": items,
     }

@@ -1,7 +1,7 @@
 """Resolve ``natural.src.json`` (hand-written queries, hand-judged entries by id prefix) into
 ``natural.json``: full entry ids, session labels and source lines (see README.md).
 
-    PYTHONPATH=ops .venv/bin/python ops/bench_lib/quality_sets/make_natural.py WORK
+    .venv/bin/python -m devtools.bench.quality_sets.make_natural WORK   (in the checkout)
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import json
 import sys
 from pathlib import Path
 
-from bench_lib.quality_corpus import assemble, entries
+from devtools.bench.quality_corpus import assemble, entries
 
 HERE = Path(__file__).resolve().parent
 
@@ -30,7 +30,7 @@ def main(work: Path) -> None:
                 {"file": j.file, "session": j.session, "entry": j.entry, "lines": list(j.lines)}
             )
         items.append({"query": q["query"], "relevant": relevant})
-    out = {"made_by": "ops/bench_lib/quality_sets/make_natural.py (see README.md)", "items": items}
+    out = {"made_by": "devtools/bench/quality_sets/make_natural.py (see README.md)", "items": items}
     (HERE / "natural.json").write_text(json.dumps(out, indent=1) + "\n")
     print(f"{len(items)} natural queries")
 

@@ -16,16 +16,13 @@ from typing import Any
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
-OPS = REPO / "ops"
-sys.path.insert(0, str(OPS))
-
-from bench_lib.corpus import append_entry  # noqa: E402
-from bench_lib.floor import socket_floor  # noqa: E402
-from bench_lib.groups import GROUPS, build_groups  # noqa: E402
-from bench_lib.procs import percentiles, resident_kb, rss_kb, run_measured  # noqa: E402
-from bench_lib.report import evaluate  # noqa: E402
-from bench_lib.workdir import OLD_PREFIX, clear_aside, set_aside  # noqa: E402
+from devtools import ROOT
+from devtools.bench.corpus import append_entry
+from devtools.bench.floor import socket_floor
+from devtools.bench.groups import GROUPS, build_groups
+from devtools.bench.procs import percentiles, resident_kb, rss_kb, run_measured
+from devtools.bench.report import evaluate
+from devtools.bench.workdir import OLD_PREFIX, clear_aside, set_aside
 
 
 def test_percentiles_are_nearest_rank() -> None:
@@ -176,12 +173,11 @@ def test_bench_runs_end_to_end_on_a_tiny_corpus(tmp_path: Path) -> None:
     (tmp_path / "index" / "records" / "old").write_bytes(b"x")
     (tmp_path / "corpus" / "pi").mkdir(parents=True)
     (tmp_path / "corpus" / "pi" / "stale.jsonl").write_bytes(b"{}\n")
-    env = {**os.environ, "PYTHONPATH": str(OPS)}
-    argv = [sys.executable, "-m", "bench_lib", "--sessions", "12", "--mean-kb", "12"]
+    argv = [sys.executable, "-m", "devtools.bench", "--sessions", "12", "--mean-kb", "12"]
     argv += ["--work", str(tmp_path), "--reps", "1", "--per-group", "3", "--cli-runs", "1"]
     argv += ["--fresh-count", "3", "--fresh-rate", "20", "--no-rg", "--hot-sessions", "4"]
     argv += ["--check"]
-    proc = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=REPO, timeout=120)
+    proc = subprocess.run(argv, capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert proc.stdout.strip(), proc.stderr[-2000:]
     result = json.loads(proc.stdout.strip().splitlines()[-1])
     quality = result["quality"]
@@ -229,7 +225,7 @@ def test_an_earlier_run_is_set_aside_whole_and_cleared_later(tmp_path: Path) -> 
 
 
 def test_a_miss_is_excused_only_past_a_vocabulary_cut_the_index_can_still_find() -> None:
-    from bench_lib.quality import _negative, _planted
+    from devtools.bench.quality import _negative, _planted
 
     planted = {
         "term": "qjx",

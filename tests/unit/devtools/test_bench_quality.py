@@ -7,18 +7,13 @@ entries must show here, not as a silent drop in ``ops/bench --quality-only``.
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
 
-OPS = Path(__file__).resolve().parents[2] / "ops"
-sys.path.insert(0, str(OPS))
-
-from bench_lib.quality_corpus import assemble, entries, real_root  # noqa: E402
-from bench_lib.quality_ir import SETS, _score  # noqa: E402
-
-from store.tokens import tokenize  # noqa: E402
+from devtools.bench.quality_corpus import assemble, entries, real_root
+from devtools.bench.quality_ir import SETS, _score
+from store.tokens import tokenize
 
 
 def test_scores_are_mrr_at_10_and_hits_at_1_and_5() -> None:

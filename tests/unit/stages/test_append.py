@@ -18,12 +18,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pipeline.appender import HotSession, commit, extend, hot_session
-from pipeline.corpus import generate
-from pipeline.deltas import Delta, concat_entries, concat_shards
-from pipeline.session_job import Built, Job, build_session
+from devtools.corpus import generate
+from pipeline.session_job import Job, build_session
+from stages.appender import Delta, HotSession, commit, extend, hot_session
+from stages.built import Built
 from stages.policy import Policy
 from store.codec import decode
+from store.deltas import concat_entries, concat_shards
 from store.layout import IndexLayout
 from store.records import HotShard, SessionEntries
 from store.writer import StoreWriter

@@ -13,7 +13,7 @@ from stages.lineage import lineage
 from stages.read import read_session
 from store.records import NormalizedEntry
 from tests.helpers import assistant, claude_line, header, iso, jsonl, user
-from tests.unit.pipeline.test_append import POLICY, Grower
+from tests.unit.stages.test_append import POLICY, Grower
 
 CLAUDE_SID = "c0ffee00-0000-4000-8000-000000000001"
 
@@ -216,7 +216,8 @@ def test_a_file_of_only_a_bad_line_stays_honest(agent: str) -> None:
 def test_a_meta_sidecar_written_after_the_first_build_is_read_by_the_next_append(
     tmp_path: Path,
 ) -> None:
-    from pipeline.appender import extend
+    from pipeline.discovery import subagent_meta
+    from stages.appender import asks_sidecar, extend
 
     ms = 1_700_000_000_000
     folder = tmp_path / CLAUDE_SID / "subagents"
@@ -229,5 +230,13 @@ def test_a_meta_sidecar_written_after_the_first_build_is_read_by_the_next_append
     assert hot.rederive is not None and hot.rederive.meta is None
     (folder / "agent-late.meta.json").write_bytes(orjson.dumps({"toolUseId": "toolu_late"}))
     stamp = (1, 2, len(data), 10, 20)
-    assert extend(hot, data[hot.consumed :], stamp, POLICY, expected_hash=None) is None
+    # The stage reads no file: it asks, the pipeline looks (pipeline.engine), and told that a
+    # sidecar exists now it declines, so that a whole build reads it
+    assert asks_sidecar(hot)
+    sidecar = subagent_meta(str(path), "claude") is not None
+    assert (
+        extend(hot, data[hot.consumed :], stamp, POLICY, expected_hash=None, sidecar=sidecar)
+        is None
+    )
+    assert extend(hot, data[hot.consumed :], stamp, POLICY, expected_hash=None) is not None
     assert {e.parent_call_id for e in active_entries(grower, data)} == {"toolu_late"}

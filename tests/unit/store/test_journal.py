@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.testing import MemoryJournal
 from store.checkpoints import Checkpoint, CheckpointStore
 from store.errors import CorruptRecord, StoreLocked
 from store.journal import FileJournal, Journal, parse_segment_name, segment_name
 from store.records import SourceEvent
+from tests.doubles import MemoryJournal
 
 
 def event(n: int, kind: str = "append") -> SourceEvent:
