@@ -31,12 +31,11 @@ from query.generation import (
     RecordUnavailable,
     ShardData,
 )
-from query.postings import build_postings
 from query.present import page
 from query.regex import RegexRunner
 from query.scope import Listings, Resolved, resolve_scope, widen_hints
 from query.search import DEFAULT_BUDGETS, Budgets, ColdScope, HotScope, Plan, plan_query, search
-from store.rankstats import entry_stats
+from store.postings import index_entries
 from store.records import NormalizedEntry, SessionState
 
 __all__ = ["failure", "recall", "stale_pointer"]
@@ -328,13 +327,7 @@ def hydrate(gen: Generation, state: SessionState, branches: str, plan: Plan) -> 
         if shard is not None and _aligned(shard.entries, entries):
             counts, postings = list(shard.token_counts), dict(shard.postings)
         else:
-            tallies: list[dict[str, int]] = []
-            counts = []
-            for e in entries:
-                tally, n = entry_stats(e)
-                tallies.append(tally)
-                counts.append(n)
-            postings = build_postings(tallies)
+            counts, postings = index_entries(entries)
     return ShardData(state, entries, counts, postings, complete_text=True)
 
 

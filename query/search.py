@@ -31,11 +31,11 @@ from query.args import Filters
 from query.generation import ColdSession, HotIndex, RecordUnavailable, ShardData
 from query.lexicon import ColdLexicon, ScopePlaces, flag_of
 from query.literals import Clauses, fold, required
-from query.postings import decode_pairs
 from query.prefix import expand, prefixes_of
 from query.regex import RegexLimits, RegexRunner
 from query.vocabulary import TermIndex, blob_contains, blob_terms
 from store.lexicon import LexiconSegment
+from store.postings import decode_pairs
 from store.rankstats import BUCKET_BITS, split
 from store.records import NormalizedEntry
 from store.tokens import normalize_text, unique_terms

@@ -12,7 +12,6 @@ regex answers, whose haystack is the display text.
 
 from __future__ import annotations
 
-from array import array
 from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, replace
@@ -22,7 +21,8 @@ from stages.normalized import NormalizeResult
 from stages.policy import Policy
 from stages.source import SourceSession
 from store.codec import encode
-from store.rankstats import entry_stats, session_term_stats, term_stats_bytes
+from store.postings import index_entries
+from store.rankstats import session_term_stats, term_stats_bytes
 from store.records import (
     Address,
     ColdDigest,
@@ -151,28 +151,19 @@ def _display(
 
 
 def build_shard(fold: SessionFold, views: Sequence[ViewInput], policy: Policy) -> HotShard:
-    """A hot shard: display entries plus postings over the complete texts."""
+    """A hot shard: display entries plus postings over the complete texts
+    (``store.postings.index_entries``, as the query side indexes a hydrated session)."""
     shard_views: list[ShardView] = []
     for v in _distinct(views):
         entries, cut = _display(v.normalized.entries, policy.max_entry_chars)
-        postings: dict[str, array[int]] = {}
-        lengths: list[int] = []
-        for pos, entry in enumerate(v.normalized.entries):
-            counts, length = entry_stats(entry)
-            lengths.append(length)
-            for term, tf in counts.items():
-                arr = postings.get(term)
-                if arr is None:
-                    postings[term] = arr = array("I")
-                arr.append(pos)
-                arr.append(tf)
+        lengths, postings = index_entries(v.normalized.entries)
         shard_views.append(
             ShardView(
                 branches=v.branches,
                 lineage_fingerprint=v.lineage.fingerprint,
                 entries=tuple(entries),
                 token_counts=tuple(lengths),
-                postings={t: _le_bytes(a) for t, a in sorted(postings.items())},
+                postings=postings,
                 reasons=_reasons(fold, v, ["max_entry_chars"] if cut else []),
             )
         )
@@ -185,17 +176,6 @@ def build_shard(fold: SessionFold, views: Sequence[ViewInput], policy: Policy) -
         policy=fold.policy,
         views=tuple(shard_views),
     )
-
-
-# Postings are little-endian on disk; checked once, not per term.
-_NATIVE_IS_LE = array("I", [1]).tobytes() == b"\x01\x00\x00\x00"
-
-
-def _le_bytes(a: array[int]) -> bytes:
-    if not _NATIVE_IS_LE:  # pragma: no cover - big-endian hosts
-        a = array("I", a)
-        a.byteswap()
-    return a.tobytes()
 
 
 def address_of(e: NormalizedEntry) -> Address:
