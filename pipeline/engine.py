@@ -36,6 +36,7 @@ from stages.policy import Policy
 from store.deltas import concat_entries, concat_shards
 from store.errors import is_disk_full
 from store.files import open_quietly
+from store.reasons import INDEX_ERROR, SOURCE_UNAVAILABLE
 from store.records import SessionState, SkippedFile, SourceEvent
 from store.sources import is_object_rollout
 from store.writer import StoreWriter
@@ -197,7 +198,7 @@ class SessionEngine:
             return Drop(path)  # its delete event is on the way
         except OSError:
             self.forget(path)
-            return Skip(SkippedFile(path, agent, "source_unavailable"))
+            return Skip(SkippedFile(path, agent, SOURCE_UNAVAILABLE))
         job = Job(path, agent, tier, self.policy, str(self.index_dir))
         try:
             built = build_session(job, data, stamp, self.writer)
@@ -206,7 +207,7 @@ class SessionEngine:
                 raise  # no fault of the session's: the worker pauses until there is room
             log.error("session.failed", path=path, traceback=traceback.format_exc())
             self.forget(path)
-            return Skip(SkippedFile(path, agent, "index_error"))
+            return Skip(SkippedFile(path, agent, INDEX_ERROR))
         keep = len(data) <= self.settings.parsed_bytes
         self._remember(path, hot_session(built, data, keep_parsed=keep))
         return Upsert(built.state)

@@ -31,7 +31,7 @@ from typing import Any
 import blake3
 
 from stages.built import Built
-from stages.digest import RECORD_REASONS, SessionFold, ViewInput, build_entries, build_shard
+from stages.digest import SessionFold, ViewInput, build_entries, build_shard
 from stages.drift import versioned
 from stages.lineage import Lineage, fingerprint
 from stages.normalize import normalize
@@ -40,9 +40,16 @@ from stages.parse import parse
 from stages.pi.normalize import appends_locally, empty_reasons
 from stages.pi.source import read_pi
 from stages.policy import Policy
-from stages.rederive import CUT, Rederive, carry_cut, parsed_state, rederive
+from stages.rederive import Rederive, carry_cut, parsed_state, rederive
 from stages.source import ParseResult, RawRecord, SourceRecord, SourceSession
 from stages.tier import HOT
+from store.reasons import (
+    DUPLICATE_ENTRY_ID,
+    DUPLICATE_OPERATION_ADDRESS,
+    MAX_ENTRY_CHARS,
+    MISSING_SESSION_HEADER,
+    RECORD_REASONS,
+)
 from store.records import HotShard, NormalizedEntry, SessionEntries, SessionState, ViewSummary
 
 __all__ = [
@@ -171,7 +178,7 @@ def _tail(built: Built) -> Tail | None:
         or session.agent != "pi"
         or session.version < 2
         or session.header is None
-        or "missing_session_header" in session.reasons
+        or MISSING_SESSION_HEADER in session.reasons
     ):
         return None
     nodes: dict[str, int] = {}
@@ -409,7 +416,7 @@ def _read_tail(tail: Tail, parsed: ParseResult, path: str) -> SourceSession | No
         repaired_lines=parsed.repaired_lines,
     )
     session = read_pi(with_header, path)
-    if session.version < 2 or "missing_session_header" in session.reasons:
+    if session.version < 2 or MISSING_SESSION_HEADER in session.reasons:
         return None
     if not session.records:
         return None
@@ -468,11 +475,11 @@ def _normalize_tail(
             return None  # facts are de-duplicated against every earlier carrier
         if e.entry_id is not None:
             if e.entry_id in track.entry_ids or e.entry_id in ids:
-                reasons.add("duplicate_entry_id")
+                reasons.add(DUPLICATE_ENTRY_ID)
             ids.add(e.entry_id)
         if e.operation_address is not None:
             if e.operation_address in track.addresses or e.operation_address in addresses:
-                reasons.add("duplicate_operation_address")
+                reasons.add(DUPLICATE_OPERATION_ADDRESS)
             addresses.add(e.operation_address)
         entries.append(replace(e, index=e.index + track.count))
     return NormalizeResult(tuple(entries), tuple(sorted(reasons)))
@@ -490,8 +497,8 @@ def _summary(
         stamps.append(old.first_ts)
     if old.last_ts is not None:
         stamps.append(old.last_ts)
-    if CUT in shard.view(old.branches).reasons:
-        reasons = reasons | {CUT}
+    if MAX_ENTRY_CHARS in shard.view(old.branches).reasons:
+        reasons = reasons | {MAX_ENTRY_CHARS}
     return ViewSummary(
         branches=old.branches,
         lineage_fingerprint=lineage.fingerprint,

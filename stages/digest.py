@@ -23,6 +23,12 @@ from stages.source import SourceSession
 from store.codec import encode
 from store.postings import index_entries
 from store.rankstats import session_term_stats, term_stats_bytes
+from store.reasons import (
+    MAX_COLD_CACHE_BYTES,
+    MAX_COLD_VOCABULARY_BYTES,
+    MAX_ENTRY_CHARS,
+    RECORD_REASONS,
+)
 from store.records import (
     Address,
     ColdDigest,
@@ -38,7 +44,6 @@ from store.tokens import tokenize
 
 __all__ = [
     "MAX_FILES_TOUCHED",
-    "RECORD_REASONS",
     "SessionFold",
     "ViewInput",
     "address_of",
@@ -164,7 +169,7 @@ def build_shard(fold: SessionFold, views: Sequence[ViewInput], policy: Policy) -
                 entries=tuple(entries),
                 token_counts=tuple(lengths),
                 postings=postings,
-                reasons=_reasons(fold, v, ["max_entry_chars"] if cut else []),
+                reasons=_reasons(fold, v, [MAX_ENTRY_CHARS] if cut else []),
             )
         )
     return HotShard(
@@ -284,7 +289,7 @@ def build_digest(fold: SessionFold, views: Sequence[ViewInput], policy: Policy) 
                 f = f.strip()
                 if f and len(files) < MAX_FILES_TOUCHED:
                     files.setdefault(f, None)
-        extra = ["max_cold_vocabulary_bytes"] if vocab_capped else []
+        extra = [MAX_COLD_VOCABULARY_BYTES] if vocab_capped else []
         cold_views.append(
             ColdView(
                 branches=v.branches,
@@ -325,7 +330,7 @@ def _fit(digest: ColdDigest, cap: int) -> ColdDigest:
 
     views = list(digest.views)
     for i, view in enumerate(views):
-        reasons = tuple(sorted(set(view.reasons) | {"max_cold_cache_bytes"}))
+        reasons = tuple(sorted(set(view.reasons) | {MAX_COLD_CACHE_BYTES}))
         views[i] = replace(view, reasons=reasons)
     # Trim the views in order; a later view is emptied first so "active" keeps the most.
     for i in reversed(range(len(views))):
@@ -381,7 +386,6 @@ def _longest(size: int, fits: Callable[[int], bool]) -> int:
 
 
 # Reasons a record adds on top of lineage and normalization (display cut, digest caps).
-RECORD_REASONS = frozenset({"max_entry_chars", "max_cold_vocabulary_bytes", "max_cold_cache_bytes"})
 
 
 def summarize(

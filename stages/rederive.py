@@ -38,12 +38,12 @@ from stages.parse import parse
 from stages.pi.source import read_pi
 from stages.policy import Policy
 from stages.source import ParseResult, RawRecord, SourceSession
+from store.reasons import MAX_ENTRY_CHARS
 from store.records import HotShard, NormalizedEntry, SessionEntries, SessionState, ViewSummary
 from store.tokens import tokenize
 
-__all__ = ["CUT", "MAX_REPLACED", "Rederive", "Rederived", "carry_cut", "parsed_state", "rederive"]
+__all__ = ["MAX_REPLACED", "Rederive", "Rederived", "carry_cut", "parsed_state", "rederive"]
 
-CUT = "max_entry_chars"
 # A delta may take the place of this many of the last stored entries (a continued reply, the
 # results of a few parallel tool calls); a change further back is built whole.
 MAX_REPLACED = 32
@@ -205,7 +205,7 @@ def carry_cut(shard: HotShard, summaries: Mapping[str, ViewSummary]) -> HotShard
     """A view the base already cut keeps saying so in every delta (as a whole build would)."""
     views = []
     for v in shard.views:
-        if CUT in summaries[v.branches].reasons and CUT not in v.reasons:
-            v = replace(v, reasons=tuple(sorted({*v.reasons, CUT})))
+        if MAX_ENTRY_CHARS in summaries[v.branches].reasons and MAX_ENTRY_CHARS not in v.reasons:
+            v = replace(v, reasons=tuple(sorted({*v.reasons, MAX_ENTRY_CHARS})))
         views.append(v)
     return replace(shard, views=tuple(views))
