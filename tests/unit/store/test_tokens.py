@@ -22,6 +22,22 @@ def is_cjk(ch: str) -> bool:
     return any(a <= ord(ch) <= b for a, b in _CJK_RANGES)
 
 
+def is_hangul(ch: str) -> bool:
+    # by the character's Unicode name: syllables, jamo, compatibility letters
+    return unicodedata.name(ch, "").startswith("HANGUL ")
+
+
+def hangul_cut(token: str) -> list[str]:
+    # the Korean extension spelled out: cut where Hangul meets a character that is not
+    out: list[str] = []
+    for ch in token:
+        if out and is_hangul(ch) == is_hangul(out[-1][-1]):
+            out[-1] += ch
+        else:
+            out.append(ch)
+    return out
+
+
 def bigrams(token: str) -> list[str]:
     # the extension spelled out character by character: CJK runs of a token become bigrams
     out: list[str] = []
@@ -50,7 +66,7 @@ def reference(text: str) -> list[str]:
             run = []
     if run:
         out.append("".join(run).lower())
-    return [b for t in out for b in bigrams(t)]
+    return [b for t in out for h in hangul_cut(t) for b in bigrams(h)]
 
 
 def test_paths_stay_literal_terms() -> None:
@@ -134,6 +150,13 @@ def test_term_set_and_tokenize_agree_on_cjk_text(texts: list[str]) -> None:
     assert term_set(texts) == reference_set(texts)
     for text in texts:
         assert tokenize(text) == reference(text)
+
+
+def test_hangul_is_cut_from_another_script_and_nothing_else() -> None:
+    assert tokenize("GitHub Pages를 활성화") == ["github", "pages", "를", "활성화"]
+    assert tokenize("README를 만들어줘 x1가") == ["readme", "를", "만들어줘", "x1", "가"]
+    assert tokenize("서브에이전트로 팩트체크") == ["서브에이전트로", "팩트체크"]  # no stemming
+    assert term_set(["Pages를"]) == {b"pages", "를".encode()}
 
 
 def test_chinese_and_japanese_runs_become_bigrams() -> None:
