@@ -218,9 +218,7 @@ def build_index(
             ):
                 current[c.path] = state
                 continue
-            jobs.append(
-                Job(c.path, c.agent, tiers[c.path], policy, str(config.index_dir), archive)
-            )
+            jobs.append(Job(c.path, c.agent, tiers[c.path], policy, str(config.index_dir), archive))
         unreadable = [p for p, _, r in problems if r == SOURCE_UNREADABLE]
         for path, state in prior.items():
             if under(unreadable, path):

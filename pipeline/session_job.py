@@ -246,8 +246,10 @@ def build_session(
     retired: tuple[SessionState, ...] = ()
     kept = ARCHIVED if origin is not None else ""
     if archive is not None:
-        if chain is not None and chain.length > len(data) or (
-            chain is not None and chain.length and prefix_hash(chain.length) != chain.hash
+        if (
+            chain is not None
+            and chain.length > len(data)
+            or (chain is not None and chain.length and prefix_hash(chain.length) != chain.hash)
         ):
             retired = _retire(job, chain, views, writer, archive)
         kept = archive.keep_whole(
