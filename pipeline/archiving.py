@@ -15,6 +15,7 @@ job's ``ArchiveSettings`` (a plain, picklable value).
 
 from __future__ import annotations
 
+import os
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -30,6 +31,7 @@ from store.records import NormalizedEntry
 
 __all__ = [
     "ArchiveSettings",
+    "begins_with",
     "archive_of",
     "content_lost",
     "hashes",
@@ -112,6 +114,29 @@ def is_forgotten(tombstones: frozenset[str], key: str) -> bool:
     if not tombstones:
         return False
     return path_hash(key) in tombstones or path_hash(source_of(key)) in tombstones
+
+
+def begins_with(path: str, size: int, source_hash: str) -> bool:
+    """True when the file at *path* starts with the *size* bytes hashing to *source_hash*:
+    a session file moved (renamed) there, not a new one that reuses a freed inode."""
+    hasher = blake3.blake3()
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | os.O_CLOEXEC)
+    except OSError:
+        return False
+    try:
+        offset = 0
+        while offset < size:
+            chunk = os.pread(fd, min(1 << 20, size - offset), offset)
+            if not chunk:
+                return False
+            hasher.update(chunk)
+            offset += len(chunk)
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+    return hasher.hexdigest() == source_hash
 
 
 def read_chain(writer: ArchiveWriter, key: str) -> tuple[Chain, bytes] | None:

@@ -181,6 +181,9 @@ class SessionEngine:
             return Drop(path, purge=True)
         if last.kind == DELETE:
             self.forget(path)
+            if last.extra.get("moved") and self.keeper is not None:
+                self.keeper.remove(path)  # renamed: it lives on from its new path
+                return Drop(path)
             return self._archived(path, agent, state) or Drop(path)
         hot = self._hot.get(path)
         if hot is not None:

@@ -25,8 +25,8 @@ from typing import Any
 
 import structlog
 
-from pipeline.archiving import ArchiveSettings, archive_of, keeper, usable
-from pipeline.discovery import SOURCE_UNREADABLE, discover, under
+from pipeline.archiving import ArchiveSettings, archive_of, begins_with, keeper, usable
+from pipeline.discovery import SOURCE_UNREADABLE, Candidate, discover, under
 from pipeline.keepout import KeepOut
 from pipeline.lexicon import LexiconKeeper, bucket_count, bucket_of
 from pipeline.pool import WorkerPool
@@ -365,6 +365,7 @@ def _kept_from_archive(
     tombstones = keep_out.archive.tombstones()
     purge = [p for p in prior if p not in live and keep_out.blocks(p, tombstones)]
     writer = keeper(archive)
+    inodes = {(c.stamp[0], c.stamp[1]): c for c in live.values() if isinstance(c, Candidate)}
     jobs: list[tuple[Job, int]] = []
     policy = policy_of(config)
     if writer is not None:
@@ -376,6 +377,10 @@ def _kept_from_archive(
             except CorruptRecord:
                 continue
             if chain is None or not usable(chain, path):
+                continue
+            moved = inodes.get((state.dev, state.inode))
+            if moved is not None and begins_with(moved.path, state.size, state.source_hash):
+                writer.remove(path)  # renamed: the session lives on from its new path
                 continue
             if (
                 state.tier == COLD

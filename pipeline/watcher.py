@@ -25,7 +25,7 @@ import os
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import structlog
@@ -33,7 +33,7 @@ from watchdog.events import FileSystemEvent, FileSystemEventHandler
 from watchdog.observers import Observer
 from watchdog.observers.api import BaseObserver
 
-from pipeline.archiving import archive_of
+from pipeline.archiving import archive_of, begins_with
 from pipeline.classify import Known, classify, known_from_event
 from pipeline.discovery import SOURCE_UNREADABLE, discover, under
 from pipeline.keepout import KeepOut
@@ -106,6 +106,7 @@ class Watcher:
         self.archived: dict[str, str] = {}
         self._tombstones: object = _UNSEEN
         self._first_scan = True
+        self._sizes: dict[str, tuple[int, str]] = {}
 
     # -- start -----------------------------------------------------------------------------
 
@@ -170,8 +171,11 @@ class Watcher:
             self._dirty.difference_update(paths)
         events: list[SourceEvent] = []
         now_ns = self.now_ns()
+        self._sizes = {}
         for path in paths:
             known = self.view.get(path)
+            if known is not None and known.hash is not None:
+                self._sizes[path] = (known.size, known.hash)
             agent = self.agent_of(path)
             if known is not None and self.keep_out.blocks(path):
                 # excluded or forgotten while indexed: purged from the index and the archive
@@ -194,6 +198,8 @@ class Watcher:
                 if event.kind == "delete":
                     self.archived[path] = event.agent  # the archive may keep it
                 events.append(event)
+        if events and self.keeps:
+            events = self._moves(events)
         if events:
             placed = self.journal.append(events)
             self.journaled += len(placed)
@@ -261,6 +267,34 @@ class Watcher:
         self.journaled += len(placed)
         log.info("journal.appended", events=len(placed), forgotten=len(placed))
         return True
+
+    def _moves(self, events: list[SourceEvent]) -> list[SourceEvent]:
+        """A session file renamed within the roots is a delete and a new file with the same
+        inode that begins with the old bytes: the old path's delete says ``moved``, so its
+        archived copy goes instead of standing beside the session's new path."""
+        out: list[SourceEvent] = []
+        fresh = {(e.dev, e.inode): e for e in events if e.kind != "delete"}
+        for e in events:
+            if e.kind == "delete" and e.dev >= 0:
+                to = fresh.get((e.dev, e.inode))
+                if to is None:
+                    to_path = next(
+                        (p for p, k in self.view.items() if (k.dev, k.inode) == (e.dev, e.inode)),
+                        None,
+                    )
+                else:
+                    to_path = to.path
+                known = self._sizes.pop(e.path, None)
+                if (
+                    to_path is not None
+                    and to_path != e.path
+                    and known is not None
+                    and begins_with(to_path, *known)
+                ):
+                    e = replace(e, extra={**e.extra, "moved": to_path})
+                    self.archived.pop(e.path, None)
+            out.append(e)
+        return out
 
     def _unknown_chains(self, live: Iterable[object]) -> None:
         """At start: archived sessions the published index does not hold (built under

@@ -26,6 +26,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from bench_lib.archive import archive_cost
 from bench_lib.corpus import SIZES, ensure_corpus, plant_canaries, write_config
 from bench_lib.floor import socket_floor
 from bench_lib.groups import Query, build_groups
@@ -64,6 +65,12 @@ def _parser() -> argparse.ArgumentParser:
         help="check this many planted and off-branch terms (seeded sample) instead of all",
     )
     p.add_argument("--processes", type=int, help="pipeline worker processes")
+    p.add_argument(
+        "--archive-pairs",
+        type=int,
+        default=3,
+        help="A/B build pairs without and with the archive (0: only its size)",
+    )
     p.add_argument("--hot-sessions", type=int, help="memory.hotSessions (default: the default)")
     p.add_argument(
         "--quality-only",
@@ -400,6 +407,16 @@ def _run(ns: argparse.Namespace, work: Path) -> dict[str, Any]:
 
     _log("pipeline run --once from empty, then the no-op rerun")
     res["build"] = _build(cfg, index, ns.processes)
+    _log(f"archive: its size, and {ns.archive_pairs} builds without / with it, side by side")
+    res["archive"] = archive_cost(
+        _bin("pipeline"),
+        cfg,
+        work,
+        index / "archive",
+        source_bytes,
+        pairs=ns.archive_pairs,
+        processes=ns.processes,
+    )
     _log("FTS5 baseline build")
     res["fts5_build"] = _fts5_build(work / "fts5.db", roots)
     status = _status(cfg)
