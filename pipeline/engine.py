@@ -233,6 +233,7 @@ class SessionEngine:
         keep = len(data) <= self.settings.parsed_bytes
         self._remember(path, hot_session(built, data, keep_parsed=keep))
         self.extra.extend(Upsert(s) for s in built.retired)
+        self.extra.extend(Drop(k) for k in built.dropped)
         return Upsert(built.state)
 
     # -- the archive -----------------------------------------------------------------------

@@ -14,8 +14,8 @@
                   terms) and every older generation collected at once
 
 Nothing of a forgotten session is left to read afterwards: not its records, not a lexicon
-segment holding its terms, not its archived bytes (tests/unit/archive/test_forget.py greps the
-folders for a planted word). The tombstone holds a hash of the path, never the path.
+segment holding its terms, not its archived bytes (tests/unit/archive/test_forget.py greps
+the index and archive folders for a planted word). A tombstone holds a hash of the path.
 """
 
 from __future__ import annotations

@@ -288,6 +288,8 @@ def build_index(
                     report.indexed += 1
                     for old in result.retired:  # old versions the archive keeps apart
                         current[old.path] = old
+                    for key in result.dropped:  # ... and those the file holds again
+                        current.pop(key, None)
                 else:
                     current.pop(result.path, None)
                     reason = result.reason or "index_error"

@@ -88,8 +88,10 @@ class JobResult:
     source_bytes: int
     reason: str | None = None
     error: str | None = None
-    # old versions of the session kept from the archive on their own (``Built.retired``)
+    # old versions of the session kept from the archive on their own (``Built.retired``),
+    # and those the file holds again (their sessions go)
     retired: tuple[SessionState, ...] = ()
+    dropped: tuple[str, ...] = ()
 
 
 def read_source(path: str) -> tuple[bytes, Stamp]:
@@ -173,8 +175,10 @@ class Built:
     consumed: int = 1 << 62
     next_line: int = 1 << 62
     meta: dict[str, Any] | None = None  # a Claude subagent transcript's sidecar
-    # old versions of this session the archive keeps on their own, indexed (cold) meanwhile
+    # old versions of this session the archive keeps on their own, indexed (cold) meanwhile,
+    # and the paths of those the file holds again (no longer kept: their sessions go)
     retired: tuple[SessionState, ...] = ()
+    dropped: tuple[str, ...] = ()
 
 
 def _index(
@@ -189,6 +193,7 @@ def _index(
         writer.bytes_written - before,
         len(data),
         retired=built.retired,
+        dropped=built.dropped,
     )
 
 
@@ -244,14 +249,17 @@ def build_session(
     )
     index_name, index_bytes = writer.put(record)
     retired: tuple[SessionState, ...] = ()
+    dropped: tuple[str, ...] = ()
     kept = ARCHIVED if origin is not None else ""
     if archive is not None:
-        if (
-            chain is not None
-            and chain.length > len(data)
-            or (chain is not None and chain.length and prefix_hash(chain.length) != chain.hash)
+        keys: tuple[str, ...] = chain.retired if chain is not None else ()
+        if keys:
+            keys, dropped = _restored(job, keys, views, archive)
+        if chain is not None and (
+            chain.length > len(data) or (chain.length and prefix_hash(chain.length) != chain.hash)
         ):
             retired = _retire(job, chain, views, writer, archive)
+            keys += tuple(s.path for s in retired)
         kept = archive.keep_whole(
             job.path,
             session.agent,
@@ -260,6 +268,7 @@ def build_session(
             meta,
             full_hash=source_hash,
             prefix_hash=prefix_hash,
+            retired=keys,
         )
     dev, ino, size, mtime_ns, ctime_ns = stamp
     state = SessionState(
@@ -285,8 +294,37 @@ def build_session(
         archive=kept,
     )
     return Built(
-        state, session, tuple(views), record, parsed.consumed, parsed.next_line, meta, retired
+        state,
+        session,
+        tuple(views),
+        record,
+        parsed.consumed,
+        parsed.next_line,
+        meta,
+        retired,
+        dropped,
     )
+
+
+def _restored(
+    job: Job, keys: tuple[str, ...], views: list[ViewInput], archive: ArchiveWriter
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The old versions still kept apart, and those whose entries the file holds again (a
+    rewrite caught half-way, then completed): their copies are removed, their sessions go."""
+    kept: list[str] = []
+    gone: list[str] = []
+    for key in keys:
+        found = read_chain(archive, key)
+        if found is not None:
+            old_chain, old_bytes = found
+            _, _, old_views = _views(replace(job, path=key), old_bytes, old_chain.meta)
+            if content_lost(old_views[1].normalized.entries, views[1].normalized.entries):
+                kept.append(key)
+                continue
+            archive.remove(key)
+            log.info("archive.restored", path=job.path, key=key)
+        gone.append(key)
+    return tuple(kept), tuple(gone)
 
 
 def _retire(

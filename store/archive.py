@@ -1,8 +1,10 @@
 """The archive: the bytes of every indexed session, kept for when its source is gone.
 
 Everything else sessiondex writes is derived from the session files; the archive is the one
-part that is not, so ``pipeline rebuild`` keeps it and it lives apart from the derived folders
-(``<indexDir>/archive`` by default, ``[archive] dir``)::
+part that is not, so it lives beside the index folder, never in it (``<indexDir>-archive`` by
+default, ``[archive] dir``): ``pipeline rebuild`` and deleting the index folder leave it, and
+the index folder keeps holding only derived, credential-free state. Like the session files it
+copies, it holds what they hold (credentials included), 0600/0700::
 
     <archive>/sessions/<hh>/<key>/HEAD         one session's chain (msgpack, replaced atomically)
     <archive>/sessions/<hh>/<key>/<b3>.zst     its segments: zstd frames of source byte ranges
@@ -134,6 +136,9 @@ class Chain:
     meta: dict[str, Any] | None = None
     truncated: bool = False
     updated_ns: int = 0
+    # keys of the old versions of this session kept apart (``retired_key``): checked again at
+    # each whole build, and dropped once the file holds their entries again
+    retired: tuple[str, ...] = ()
 
     @property
     def stored(self) -> int:
@@ -154,6 +159,7 @@ class Chain:
             self.meta,
             self.truncated,
             self.updated_ns,
+            list(self.retired),
         ]
 
     @classmethod
@@ -174,6 +180,7 @@ class Chain:
                 meta=w[9],
                 truncated=bool(w[10]),
                 updated_ns=w[11],
+                retired=tuple(w[12]) if len(w) > 12 else (),
             )
         except (IndexError, TypeError, KeyError) as exc:
             raise CorruptRecord(where, f"archive chain fields: {exc}") from exc

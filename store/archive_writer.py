@@ -108,10 +108,14 @@ class ArchiveWriter:
         *,
         full_hash: str,
         prefix_hash: Callable[[int], str],
+        retired: tuple[str, ...] | None = None,
     ) -> str:
         """Keep *data*, the whole file indexed as *key* (hashing to *full_hash*); returns
-        ``KEPT`` or ``NOT_KEPT``. *prefix_hash(n)* is the blake3 of ``data[:n]``."""
+        ``KEPT`` or ``NOT_KEPT``. *prefix_hash(n)* is the blake3 of ``data[:n]``; *retired*
+        (None: as it was) the keys of its old versions kept apart."""
         chain = self._head(key)
+        if retired is None:
+            retired = chain.retired if chain is not None else ()
         if (
             chain is not None
             and chain.length <= len(data)
@@ -119,12 +123,16 @@ class ArchiveWriter:
         ):
             tail = memoryview(data)[chain.length :]
             if not tail:
-                if (chain.stamp, chain.meta, chain.truncated) != (stamp, meta, False):
-                    self._write_head(replace(chain, stamp=stamp, meta=meta, truncated=False))
+                want = replace(chain, stamp=stamp, meta=meta, truncated=False, retired=retired)
+                if want != chain:
+                    self._write_head(want)
                 return KEPT
+            chain = replace(chain, retired=retired)  # written with the new segment
             return self._extend(chain, bytes(tail), len(data), full_hash, stamp, meta)
         # Nothing, or something the file no longer begins with: a new chain.
-        fresh = Chain(key, key, agent, 0, blake3.blake3().hexdigest(), stamp, (), meta)
+        fresh = Chain(
+            key, key, agent, 0, blake3.blake3().hexdigest(), stamp, (), meta, retired=retired
+        )
         frame = self._frame(data)
         if not self._room(len(frame)):
             if chain is not None:

@@ -23,7 +23,7 @@ errors naming the key; nothing is silently clamped.
 
     [archive]                      # the kept copy of every indexed session (store.archive)
     keep = true
-    dir = "<indexDir>/archive"
+    dir = "<indexDir>-archive"     # beside the index folder: not derived, so never in it
     maxBytes = 4294967296          # compressed bytes; past it nothing more is kept
 
 ``[sources] exclude`` lists globs of session files never to index (and to purge from the index
@@ -148,7 +148,8 @@ DEFAULT_ARCHIVE_MAX_BYTES = 4 * GIB
 @dataclass(frozen=True, slots=True)
 class ArchiveConfig:
     """``[archive]``: ``keep`` the indexed bytes of every session (on by default) in ``dir``
-    (None: ``<indexDir>/archive``) up to ``max_bytes`` of compressed bytes."""
+    (None: ``<indexDir>-archive``, beside the index folder) up to ``max_bytes`` of compressed
+    bytes."""
 
     keep: bool = True
     dir: Path | None = None
@@ -173,8 +174,13 @@ class Config:
 
     @property
     def archive_dir(self) -> Path:
-        """Where the archive lives (also when ``keep`` is off: it may hold earlier copies)."""
-        return self.archive.dir if self.archive.dir is not None else self.index_dir / "archive"
+        """Where the archive lives (also when ``keep`` is off: it may hold earlier copies):
+        beside the index folder by default (``~/.local/state/sessiondex-archive``), never in
+        it, so the index folder holds only derived state and no credential (the archive is a
+        copy of the session files, as private as they are)."""
+        if self.archive.dir is not None:
+            return self.archive.dir
+        return self.index_dir.with_name(self.index_dir.name + "-archive")
 
     @classmethod
     def from_mapping(

@@ -54,9 +54,6 @@ StoredRecord = SessionEntries | HotShard | ColdDigest | SessionChunk
 _TEMP_PREFIX: Final = "."
 _LOCK_NAME: Final = "lock"
 _SERVE_NAME: Final = "serve"
-# The archive's default place (store.archive): not derived, so never wiped, but a folder
-# holding only it is still an index folder.
-_ARCHIVE_NAME: Final = "archive"
 
 
 @dataclass(frozen=True, slots=True)
@@ -414,8 +411,8 @@ class StoreWriter:
     # -- rebuild ---------------------------------------------------------------------------
 
     def wipe(self) -> None:
-        """Delete every derived file of the index (for `pipeline rebuild`), nothing else: the
-        archive (``archive/``, store.archive) is not derived and stays.
+        """Delete every derived file of the index (for `pipeline rebuild`), nothing else (the
+        archive, store.archive, lives beside the index folder and is not touched).
 
         Raises NotAnIndex when the folder holds files but none of the index's own.
         """
@@ -426,7 +423,7 @@ class StoreWriter:
             return
         own = {p.name for p in self.layout.derived()}
         # The query server's socket folder may exist before anything was ever indexed.
-        if present - {_LOCK_NAME, _SERVE_NAME, _ARCHIVE_NAME} and not present & own:
+        if present - {_LOCK_NAME, _SERVE_NAME} and not present & own:
             raise NotAnIndex(root)
         with self.lock():
             for path in self.layout.derived():

@@ -412,7 +412,7 @@ def _run(ns: argparse.Namespace, work: Path) -> dict[str, Any]:
         _bin("pipeline"),
         cfg,
         work,
-        index / "archive",
+        index.with_name(index.name + "-archive"),
         source_bytes,
         pairs=ns.archive_pairs,
         processes=ns.processes,

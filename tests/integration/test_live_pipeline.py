@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import shutil
 import signal
-from dataclasses import replace
 from pathlib import Path
 
 import orjson
@@ -23,7 +22,7 @@ from store.config import Config
 from store.errors import SnapshotMissing
 from store.reader import open_snapshot
 from store.records import HotShard, Manifest, SessionState
-from tests.helpers import PiRoot, assistant, header, jsonl, user
+from tests.helpers import PiRoot, assistant, elsewhere, header, jsonl, user
 
 pytestmark = pytest.mark.integration
 
@@ -81,7 +80,7 @@ def idle(config: Config) -> bool:
 
 
 def assert_equals_clean_build(config: Config, tmp: Path) -> Manifest:
-    other = replace(config, memory=replace(config.memory, index_dir=tmp / "clean"))
+    other = elsewhere(config, tmp / "clean")
     build_index(other)
     clean = open_snapshot(other.index_dir).manifest
     live = open_snapshot(config.index_dir).manifest
@@ -304,7 +303,7 @@ def test_the_live_lexicon_converges_to_the_clean_build_while_running(
         # A new newest session turns the hot one cold: its bucket is rebuilt in the
         # background while the pipeline keeps publishing
         pi.session("s9", pi_session("s9", 3), mtime_s=5000)
-        other = replace(config, memory=replace(config.memory, index_dir=tmp_path / "clean"))
+        other = elsewhere(config, tmp_path / "clean")
 
         def converged() -> bool:
             manifest = open_snapshot(config.index_dir).manifest

@@ -21,6 +21,7 @@ from tests.helpers import (
     PiRoot,
     assistant,
     bash,
+    elsewhere,
     header,
     jsonl,
     tool_result,
@@ -251,7 +252,7 @@ def test_a_pooled_build_writes_the_lexicon_an_inline_plan_expects(tmp_path: Path
     plan = LexiconKeeper(StoreWriter(config.index_dir)).plan(manifest.lexicon, cold)
     assert not plan.todo and plan.segments == manifest.lexicon
     again = tmp_path / "again"
-    other = replace(config, memory=replace(config.memory, index_dir=again))
+    other = elsewhere(config, again)
     build_index(other, processes=1)  # one worker, another order of work: the same files
     assert open_snapshot(again).manifest.lexicon == manifest.lexicon
 

@@ -3,6 +3,7 @@ lexicon blocks and archive segments are compressed, so a plain grep would miss t
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 
@@ -15,10 +16,8 @@ def _frames(data: bytes) -> list[bytes]:
     out: list[bytes] = []
     at = data.find(_MAGIC)
     while at >= 0:
-        try:
+        with contextlib.suppress(zstandard.ZstdError):
             out.append(zstandard.ZstdDecompressor().decompressobj().decompress(data[at:]))
-        except zstandard.ZstdError:
-            pass
         at = data.find(_MAGIC, at + 1)
     return out
 

@@ -170,7 +170,7 @@ def test_files_and_folders_are_private(tmp_path: Path) -> None:
         build_index(config)
     finally:
         os.umask(old)
-    for dirpath, dirs, files in os.walk(config.archive_dir):
+    for dirpath, _dirs, files in os.walk(config.archive_dir):
         assert os.stat(dirpath).st_mode & 0o777 == 0o700, dirpath
         for name in files:
             assert os.stat(os.path.join(dirpath, name)).st_mode & 0o777 == 0o600, name

@@ -35,21 +35,24 @@ def test_forget_leaves_no_byte_of_the_session_in_index_or_archive(tmp_path: Path
     secret, kept = _two_sessions(root)
     build_index(config)
     # the grep sees the word where it is: records, the lexicon, the archive
-    before = files_holding(config.index_dir, SECRET)
-    assert any(p.startswith("records/") for p in before)
-    assert any(p.startswith("archive/") for p in before)
+    assert any(p.startswith("records/") for p in files_holding(config.index_dir, SECRET))
+    assert files_holding(config.archive_dir, SECRET)
     assert entry_hits(config, SECRET)
 
     report = forget(config, Selection(sessions=(str(secret),)))
 
     assert [f["path"] for f in report.forgotten] == [str(secret)]
     assert report.by == "this command"
-    assert files_holding(config.index_dir, SECRET) == []
+    assert (
+        files_holding(config.index_dir, SECRET) == files_holding(config.archive_dir, SECRET) == []
+    )
     assert recall(config, SECRET)["hits"] == []
     assert secret.exists()  # the source is not ours to delete
     # the file is still there, but it is never indexed again
     build_index(config)
-    assert files_holding(config.index_dir, SECRET) == []
+    assert (
+        files_holding(config.index_dir, SECRET) == files_holding(config.archive_dir, SECRET) == []
+    )
     paths = {s.path for s in open_snapshot(config.index_dir).manifest.sessions}
     assert paths == {str(kept)}
     # and the journal said so, like any other event
@@ -71,7 +74,9 @@ def test_forget_of_an_archived_session(tmp_path: Path) -> None:
     assert entry_hits(config, SECRET)  # kept from the archive
     report = forget(config, Selection(project="/work/proj", before_ns=1_500 * 10**9))
     assert [f["path"] for f in report.forgotten] == [str(secret)]
-    assert files_holding(config.index_dir, SECRET) == []
+    assert (
+        files_holding(config.index_dir, SECRET) == files_holding(config.archive_dir, SECRET) == []
+    )
     assert Archive(config.archive_dir).head(str(secret)) is None
 
 
@@ -92,7 +97,9 @@ def test_forget_through_the_running_pipeline_collects_old_generations(tmp_path: 
         # the dropped cold session's lexicon bucket is built again without its terms
         runner.run_until_idle()
         runner.publisher._collect(runner.clock() + 2)
-    assert files_holding(config.index_dir, SECRET) == []
+    assert (
+        files_holding(config.index_dir, SECRET) == files_holding(config.archive_dir, SECRET) == []
+    )
 
 
 def test_exclude_keeps_paths_out_and_purges_what_was_indexed(tmp_path: Path) -> None:
@@ -107,7 +114,9 @@ def test_exclude_keeps_paths_out_and_purges_what_was_indexed(tmp_path: Path) -> 
     from store.writer import StoreWriter
 
     StoreWriter(config.index_dir).collect_garbage(keep_generations=1, grace_seconds=0)
-    assert files_holding(config.index_dir, SECRET) == []
+    assert (
+        files_holding(config.index_dir, SECRET) == files_holding(config.archive_dir, SECRET) == []
+    )
     assert {s.path for s in open_snapshot(config.index_dir).manifest.sessions} == {str(kept)}
 
 
