@@ -32,6 +32,7 @@ import structlog
 
 from pipeline.lexicon import LexiconKeeper
 from pipeline.resume import journal_start
+from store.archive import source_of
 from store.archive_writer import ArchiveWriter
 from store.config import Config
 from store.errors import SnapshotMissing, StoreLocked
@@ -142,8 +143,12 @@ def select(manifest: Manifest, selection: Selection) -> tuple[list[dict[str, str
         if selection.before_ns is not None and not s.mtime_ns < selection.before_ns:
             continue
         if selection.sessions:
+            # a session's old versions kept apart go with it (their path names the file)
             named = [
-                t for t in selection.sessions if _matches_target(t, s.path, s.session_id, s.agent)
+                t
+                for t in selection.sessions
+                if _matches_target(t, s.path, s.session_id, s.agent)
+                or _matches_target(t, source_of(s.path), s.session_id, s.agent)
             ]
             if not named:
                 continue

@@ -117,6 +117,8 @@ def _log(msg: str) -> None:
 
 def _build(cfg: Path, index: Path, processes: int | None) -> dict[str, Any]:
     shutil.rmtree(index, ignore_errors=True)
+    # the archive beside it too: from empty means nothing kept from an earlier corpus either
+    shutil.rmtree(index.with_name(index.name + "-archive"), ignore_errors=True)
     argv = [_bin("pipeline"), "run", "--once", "--config", str(cfg), "--json", "--quiet"]
     if processes:
         argv += ["--processes", str(processes)]
@@ -366,7 +368,7 @@ def run(ns: argparse.Namespace) -> dict[str, Any]:
     work = (ns.work or default).resolve()
     work.mkdir(parents=True, exist_ok=True)
     # An earlier run's files go only after the timed builds (see bench_lib.workdir).
-    set_aside(work, ("corpus", "index", "fts5.db", "fts5.db-wal", "fts5.db-shm"))
+    set_aside(work, ("corpus", "index", "index-archive", "fts5.db", "fts5.db-wal", "fts5.db-shm"))
     try:
         return _run(ns, work)
     finally:
