@@ -254,6 +254,7 @@ def _local(config: Any, ns: argparse.Namespace, cwd: str) -> tuple[str, dict[str
             cwd=cwd,
             roots=engine.roots,
             redactor=redactor(config.privacy.disabled_rules),
+            archive=engine.archive,
         )
         return "memory.expand", found
 

@@ -101,3 +101,21 @@ def test_the_cli_writes_a_file(archived, tmp_path: Path) -> None:
         capture_output=True, text=True, check=False,
     )  # fmt: skip
     assert missing.returncode == 6 and "session_not_found" in missing.stderr
+
+
+def test_reveal_reads_the_archived_copy(tmp_path: Path) -> None:
+    from tests.secret_samples import PLANTED
+
+    text, value = PLANTED["aws_access_token"]
+    root = ClaudeRoot(tmp_path)
+    config = root.write_config()
+    path = root.session("s1", claude_session(f"x {text}"))
+    build_index(config)
+    path.unlink()
+    build_index(config)
+    argv = [sys.executable, "-m", "query", "expand", str(path), "--range", "0:0", "--json",
+            "--no-server", "--config", str(config.path)]  # fmt: skip
+    hidden = subprocess.run(argv, capture_output=True, text=True, check=True).stdout
+    assert value not in hidden and "REDACTED" in hidden
+    shown = subprocess.run([*argv, "--reveal"], capture_output=True, text=True, check=True)
+    assert value in shown.stdout
