@@ -76,6 +76,15 @@ def test_run_once_restart_and_rebuild(tmp_path: Path) -> None:
     build_index(config)  # a restart: nothing to do, the same generation
     assert _state(config, path) == archived
 
+    # walk (the client's guest-side reader) visits every entry of the archived session, whole
+    from query.client import Memory
+
+    memory = Memory(config, cwd="/", server="off")
+    texts: list[str] = []
+    walked = memory.walk({"session": str(path), "maxChars": 256}, lambda e: texts.append(e.text))
+    assert walked.error is None and walked.visited == archived.view("active").entry_count
+    assert any(WORD in t for t in texts)
+
     StoreWriter(config.index_dir).wipe()  # `pipeline rebuild`
     build_index(config)
     assert _state(config, path) == archived  # the very same records, built from the archive
