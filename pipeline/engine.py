@@ -36,7 +36,7 @@ from pipeline.deltas import Delta, concat_entries, concat_shards
 from pipeline.session_job import Job, build_session, read_source
 from stages.policy import Policy
 from stages.tier import COLD
-from store.archive import ARCHIVED, KEPT
+from store.archive import ARCHIVED, KEPT, NOT_KEPT
 from store.errors import CorruptRecord, is_disk_full
 from store.files import open_quietly
 from store.records import SessionState, SkippedFile, SourceEvent
@@ -380,6 +380,12 @@ class SessionEngine:
         if archive is None:
             return
         state = hot.state
+        if before.archive == NOT_KEPT:
+            # full: appends are not kept (nor the file read again for each one); the next
+            # whole build (a merge) tries again
+            if state.archive != NOT_KEPT:
+                hot.state = replace(state, archive=NOT_KEPT)
+            return
         kept = archive.keep_append(
             state.path,
             new,
