@@ -126,9 +126,13 @@ def test_appends_rewrites_deletes_and_renames_are_followed(pi: PiRoot, tmp_path:
 
         def followed() -> bool:
             manifest = open_snapshot(config.index_dir).manifest
-            paths = {s.path: s for s in manifest.sessions}
+            paths = {s.path: s for s in manifest.sessions if not s.archived}
+            kept = [s.path for s in manifest.sessions if s.archived]
             return (
                 set(paths) == {str(b), str(c), str(renamed)}
+                # the deleted file, and the old versions of the rewrite and the truncation
+                and sorted(kept)[0] == str(a)
+                and len(kept) == 3
                 and paths[str(c)].view("active").entry_count == 1
                 and has_term(config, b, "rewrite0")
                 and not has_term(config, b, "tokensb0")
@@ -167,6 +171,7 @@ def test_a_backlog_made_while_stopped_is_indexed_at_start(pi: PiRoot, tmp_path: 
     assert {Path(s.path).name: s.tier for s in manifest.sessions} == {
         "a.jsonl": "hot",
         "e.jsonl": "cold",
+        "b.jsonl": "cold",  # deleted while stopped: kept from the archive
     }
 
 
