@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import traceback
 from collections.abc import Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Final
@@ -151,8 +152,10 @@ def index_sessions(jobs: Sequence[Job]) -> list[JobResult]:
     if not jobs:
         return []
     writer = StoreWriter(Path(jobs[0].index_dir))
+    archive = keeper(jobs[0].archive)
     try:
-        with writer.batch():
+        # the archive's copies are made durable together too, after the records
+        with writer.batch(), archive.batch() if archive is not None else nullcontext():
             return [index_session(job, writer) for job in jobs]
     except OSError as exc:
         error = traceback.format_exc()

@@ -25,7 +25,8 @@ import os
 import shutil
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Final
@@ -49,7 +50,7 @@ from store.archive import (
     encode_tombstones,
     path_hash,
 )
-from store.atomic import FILE_MODE, atomic_write, ensure_dir, fsync_dir
+from store.atomic import FILE_MODE, DurableBatch, atomic_write, ensure_dir, fsync_dir
 from store.errors import CorruptRecord
 
 __all__ = ["ARCHIVED", "KEPT", "NOT_KEPT", "ArchiveWriter"]
@@ -65,6 +66,7 @@ _WHOLE_LEVEL: Final = 1 << 16
 _USAGE_TTL_S: Final = 30.0
 # Files a crash left behind are collected only once this old (a writer may be mid-way).
 _ORPHAN_AGE_S: Final = 3600.0
+_SYNC_THREADS: Final = 8
 
 
 class _Compressors(threading.local):
@@ -95,6 +97,30 @@ class ArchiveWriter:
         self._usage: int | None = None
         self._usage_at = 0.0
         self._dirs: set[Path] = set()
+        self._batch: _Batch | None = None
+
+    @contextlib.contextmanager
+    def batch(self) -> Iterator[None]:
+        """Chains kept inside are made durable together when the block ends: every segment
+        (fsynced concurrently, renamed, their folders synced), then every HEAD naming them
+        (likewise), then the segments they replaced are deleted; a crash leaves each chain
+        as it was or as it became. When the block raises, nothing new appears. Not
+        reentrant."""
+        if self._batch is not None:
+            raise RuntimeError("an archive batch is already open")
+        batch = self._batch = _Batch()
+        try:
+            yield
+            batch.segments.commit()
+            _sync_dirs(batch.folders)
+            batch.heads.commit()
+            _sync_dirs(batch.folders)
+            for folder, names in batch.drops:
+                self._drop_segments(folder, names)
+        finally:
+            batch.segments.abandon()
+            batch.heads.abandon()
+            self._batch = None
 
     # -- keeping ----------------------------------------------------------------------------
 
@@ -140,11 +166,11 @@ class ArchiveWriter:
             return NOT_KEPT
         segment = Segment(blake3.blake3(data).hexdigest(), len(data), _WHOLE_LEVEL)
         folder = self._folder(key)
-        self._put_segment(folder, segment, frame)
-        fsync_dir(folder)
+        self._put_segment(folder, segment, frame, data)
+        self._sync(folder)
         self._write_head(replace(fresh, length=len(data), hash=full_hash, segments=(segment,)))
         if chain is not None:
-            self._drop_segments(folder, {s.name for s in chain.segments} - {segment.name})
+            self._drop_after(folder, {s.name for s in chain.segments} - {segment.name})
         return KEPT
 
     def keep_append(
@@ -191,7 +217,7 @@ class ArchiveWriter:
             return NOT_KEPT
         folder = self._folder(chain.key)
         segment = Segment(blake3.blake3(new).hexdigest(), len(new), 0)
-        self._put_segment(folder, segment, frame)
+        self._put_segment(folder, segment, frame, new)
         segments = [*chain.segments, segment]
         dropped: set[str] = set()
         # Fold the newest FANOUT segments while they share a level: a chain keeps at most
@@ -200,12 +226,12 @@ class ArchiveWriter:
             run = segments[-FANOUT:]
             if run[0].level >= _WHOLE_LEVEL:
                 break
-            merged = b"".join(self.reader.segment(folder, s) for s in run)
+            merged = b"".join(self._segment_bytes(folder, s) for s in run)
             folded = Segment(blake3.blake3(merged).hexdigest(), len(merged), run[0].level + 1)
-            self._put_segment(folder, folded, self._frame(merged))
+            self._put_segment(folder, folded, self._frame(merged), merged)
             dropped.update(s.name for s in run)
             segments[-FANOUT:] = [folded]
-        fsync_dir(folder)
+        self._sync(folder)
         self._write_head(
             replace(
                 chain,
@@ -217,7 +243,7 @@ class ArchiveWriter:
                 truncated=False,
             )
         )
-        self._drop_segments(folder, dropped - {s.name for s in segments})
+        self._drop_after(folder, dropped - {s.name for s in segments})
         return KEPT
 
     # -- retiring and removing ----------------------------------------------------------------
@@ -332,16 +358,47 @@ class ArchiveWriter:
         frame: bytes = _COMPRESSORS.zstd.compress(data)
         return frame
 
-    def _put_segment(self, folder: Path, segment: Segment, frame: bytes) -> None:
+    def _put_segment(self, folder: Path, segment: Segment, frame: bytes, raw: bytes) -> None:
         path = folder / f"{segment.name}{SEGMENT_SUFFIX}"
-        if path.exists():
+        batch = self._batch
+        if batch is not None:
+            if (folder, segment.name) in batch.raw:
+                return
+            batch.raw[(folder, segment.name)] = raw  # a fold in this batch may read it
+            batch.segments.write(path, frame)
+            batch.folders.add(folder)
+        elif path.exists():
             return  # named by its content: the same bytes are there already
-        atomic_write(path, frame, sync_dir=False)
+        else:
+            atomic_write(path, frame, sync_dir=False)
         self._wrote(len(frame))
+
+    def _segment_bytes(self, folder: Path, segment: Segment) -> bytes:
+        if self._batch is not None:
+            pending = self._batch.raw.get((folder, segment.name))
+            if pending is not None:
+                return pending
+        return self.reader.segment(folder, segment)
+
+    def _sync(self, folder: Path) -> None:
+        """Segments renamed into *folder* are durable before a HEAD names them."""
+        if self._batch is None:
+            fsync_dir(folder)
+
+    def _drop_after(self, folder: Path, names: set[str]) -> None:
+        if self._batch is not None:
+            self._batch.drops.append((folder, names))
+        else:
+            self._drop_segments(folder, names)
 
     def _write_head(self, chain: Chain) -> None:
         data = replace(chain, updated_ns=self.now_ns()).encode()
-        atomic_write(self._folder(chain.key) / HEAD, data)
+        folder = self._folder(chain.key)
+        if self._batch is not None:
+            self._batch.heads.write(folder / HEAD, data)
+            self._batch.folders.add(folder)
+        else:
+            atomic_write(folder / HEAD, data)
         self._wrote(len(data))
 
     def _wrote(self, n: int) -> None:
@@ -353,6 +410,27 @@ class ArchiveWriter:
         for name in names:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(folder / f"{name}{SEGMENT_SUFFIX}")
+
+
+class _Batch:
+    """What a batch holds until it commits."""
+
+    def __init__(self) -> None:
+        self.segments = DurableBatch()
+        self.heads = DurableBatch()
+        self.folders: set[Path] = set()
+        self.raw: dict[tuple[Path, str], bytes] = {}
+        self.drops: list[tuple[Path, set[str]]] = []
+
+
+def _sync_dirs(folders: set[Path]) -> None:
+    """fsync each folder, several at once (a journaling file system folds them together)."""
+    if len(folders) <= 1:
+        for folder in folders:
+            fsync_dir(folder)
+        return
+    with ThreadPoolExecutor(min(len(folders), _SYNC_THREADS)) as pool:
+        list(pool.map(fsync_dir, sorted(folders)))
 
 
 def _subdirs(folder: Path) -> list[Path]:
