@@ -164,7 +164,7 @@ class ArchiveWriter:
             if chain is not None:
                 self.remove(key)  # a copy of bytes the file no longer holds
             return NOT_KEPT
-        segment = Segment(blake3.blake3(data).hexdigest(), len(data), _WHOLE_LEVEL)
+        segment = Segment(full_hash, len(data), _WHOLE_LEVEL)  # the blake3 of all of data
         folder = self._folder(key)
         self._put_segment(folder, segment, frame, data)
         self._sync(folder)
