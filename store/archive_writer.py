@@ -102,17 +102,18 @@ class ArchiveWriter:
     @contextlib.contextmanager
     def batch(self) -> Iterator[None]:
         """Chains kept inside are made durable together when the block ends: every segment
-        (fsynced concurrently, renamed, their folders synced), then every HEAD naming them
-        (likewise), then the segments they replaced are deleted; a crash leaves each chain
-        as it was or as it became. When the block raises, nothing new appears. Not
-        reentrant."""
+        (fsynced concurrently, then renamed), then every HEAD naming them (likewise), the
+        folders synced, then the segments they replaced deleted; a crash leaves each chain as
+        it was or as it became. When the block raises, nothing new appears. Not reentrant."""
         if self._batch is not None:
             raise RuntimeError("an archive batch is already open")
         batch = self._batch = _Batch()
         try:
             yield
+            # Every segment is renamed before any HEAD naming it, in the same folder, and one
+            # fsync of the folder after both makes them durable together: a journaling file
+            # system commits a folder's renames in the order they were made.
             batch.segments.commit()
-            _sync_dirs(batch.folders)
             batch.heads.commit()
             _sync_dirs(batch.folders)
             for folder, names in batch.drops:
