@@ -183,3 +183,19 @@ def test_files_and_folders_are_private(tmp_path: Path) -> None:
         assert os.stat(dirpath).st_mode & 0o777 == 0o700, dirpath
         for name in files:
             assert os.stat(os.path.join(dirpath, name)).st_mode & 0o777 == 0o600, name
+
+
+def test_doctor_says_what_the_archive_keeps(tmp_path: Path) -> None:
+    from pipeline.doctor import diagnose
+
+    root = ClaudeRoot(tmp_path)
+    config = root.write_config()
+    path = root.session("s1", claude_session(WORD))
+    build_index(config)
+    path.unlink()
+    build_index(config)
+    [check] = [c for c in diagnose(config).checks if c.name == "archive"]
+    assert check.level == "ok" and "1 read from the archive" in check.message
+    off = root.write_config("[archive]\nkeep = false\n")
+    [check] = [c for c in diagnose(off).checks if c.name == "archive"]
+    assert check.level == "warn" and "keep = false" in check.message

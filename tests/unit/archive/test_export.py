@@ -119,3 +119,38 @@ def test_reveal_reads_the_archived_copy(tmp_path: Path) -> None:
     assert value not in hidden and "REDACTED" in hidden
     shown = subprocess.run([*argv, "--reveal"], capture_output=True, text=True, check=True)
     assert value in shown.stdout
+
+
+def test_subagents_are_marked_and_a_deleted_subagent_keeps_its_sidecar(tmp_path: Path) -> None:
+    from tests.helpers import claude_line
+
+    def said(uuid: str, parent: str | None, ms: int, words: str, agent: str | None = None):
+        kind = "user" if uuid.startswith("u") else "assistant"
+        content: object = words if kind == "user" else [{"type": "text", "text": words}]
+        line = claude_line(kind, uuid, parent, ms, content, message_id=f"m-{uuid}")
+        if agent is not None:
+            line["isSidechain"] = True
+            line["agentId"] = agent
+        return line
+
+    root = ClaudeRoot(tmp_path)
+    config = root.write_config()
+    sid = "c0ffee00-0000-4000-8000-000000000001"
+    main = root.session(sid, [said("u1", None, 1, "chase it"), said("a1", "u1", 2, "delegating"),
+                              said("u2", None, 3, "inline search", agent="inl1")])  # fmt: skip
+    sub = root.root / "-work-proj" / sid / "subagents" / "agent-f1le.jsonl"
+    sub.parent.mkdir(parents=True)
+    sub.write_bytes(jsonl([said("u9", None, 5, "file search", agent="f1le")]))
+    meta = sub.with_name("agent-f1le.meta.json")
+    meta.write_bytes(orjson.dumps({"agentType": "Explore", "toolUseId": "toolu_7"}))
+    build_index(config)
+    text = _export(config, str(main), "md").decode()
+    assert "subagent inl1" in text
+    before = _export(config, str(sub), "jsonl")
+    sub.unlink()
+    meta.unlink()  # the sidecar goes with it: the archive kept what it said
+    build_index(config)
+    after = [orjson.loads(line) for line in _export(config, str(sub), "jsonl").splitlines()]
+    assert after[0]["archived"] is True
+    assert [e["parentToolCallId"] for e in after[1:]] == ["toolu_7"]
+    assert [orjson.loads(x) for x in before.splitlines()][1:] == after[1:]
