@@ -30,15 +30,17 @@ from pathlib import Path
 import blake3
 import structlog
 
-from pipeline.appender import HotSession, commit, extend, hot_session
 from pipeline.archiving import ArchiveSettings, keeper, read_chain, usable
-from pipeline.deltas import Delta, concat_entries, concat_shards
+from pipeline.discovery import subagent_meta
 from pipeline.session_job import Job, build_session, read_source
+from stages.appender import Delta, HotSession, asks_sidecar, commit, extend, hot_session
 from stages.policy import Policy
 from stages.tier import COLD
 from store.archive import ARCHIVED, KEPT, NOT_KEPT
+from store.deltas import concat_entries, concat_shards
 from store.errors import CorruptRecord, is_disk_full
 from store.files import open_quietly
+from store.reasons import INDEX_ERROR, SOURCE_UNAVAILABLE
 from store.records import SessionState, SkippedFile, SourceEvent
 from store.sources import is_object_rollout
 from store.writer import StoreWriter
@@ -220,7 +222,7 @@ class SessionEngine:
             return kept if kept is not None else Drop(path)  # its delete event is on the way
         except OSError:
             self.forget(path)
-            return Skip(SkippedFile(path, agent, "source_unavailable"))
+            return Skip(SkippedFile(path, agent, SOURCE_UNAVAILABLE))
         job = Job(path, agent, tier, self.policy, str(self.index_dir), self.archive)
         try:
             built = build_session(job, data, stamp, self.writer)
@@ -229,7 +231,7 @@ class SessionEngine:
                 raise  # no fault of the session's: the worker pauses until there is room
             log.error("session.failed", path=path, traceback=traceback.format_exc())
             self.forget(path)
-            return Skip(SkippedFile(path, agent, "index_error"))
+            return Skip(SkippedFile(path, agent, INDEX_ERROR))
         keep = len(data) <= self.settings.parsed_bytes
         self._remember(path, hot_session(built, data, keep_parsed=keep))
         self.extra.extend(Upsert(s) for s in built.retired)
@@ -281,7 +283,7 @@ class SessionEngine:
             if is_disk_full(exc):
                 raise
             log.error("session.failed", path=path, traceback=traceback.format_exc())
-            return Skip(SkippedFile(path, agent, "index_error"))
+            return Skip(SkippedFile(path, agent, INDEX_ERROR))
         log.info("session.archived", path=path, rebuilt=True)
         return Upsert(built.state)
 
@@ -344,7 +346,8 @@ class SessionEngine:
         if (st.st_dev, st.st_ino) != (state.dev, state.inode):
             return None
         stamp = (st.st_dev, st.st_ino, event.end, st.st_mtime_ns, st.st_ctime_ns)
-        appended = extend(hot, data, stamp, self.policy, expected_hash=expected)
+        sidecar = asks_sidecar(hot) and subagent_meta(state.path, state.agent) is not None
+        appended = extend(hot, data, stamp, self.policy, expected_hash=expected, sidecar=sidecar)
         if appended is None:
             return None
         delta: Delta | None = None

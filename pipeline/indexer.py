@@ -26,11 +26,11 @@ from typing import Any
 import structlog
 
 from pipeline.archiving import ArchiveSettings, archive_of, begins_with, keeper, usable
-from pipeline.discovery import SOURCE_UNREADABLE, Candidate, discover, under
+from pipeline.discovery import Candidate, discover, under
 from pipeline.keepout import KeepOut
 from pipeline.lexicon import LexiconKeeper, bucket_count, bucket_of
 from pipeline.pool import WorkerPool
-from pipeline.session_job import DISK_FULL, Job
+from pipeline.session_job import Job
 from stages.policy import Policy
 from stages.tier import COLD, HOT, assign_tiers
 from store.archive import ARCHIVED, KEPT, key_name
@@ -38,6 +38,13 @@ from store.archive_writer import ArchiveWriter
 from store.config import Config
 from store.errors import CorruptRecord, DiskFull, SnapshotMissing
 from store.reader import open_snapshot
+from store.reasons import (
+    DISK_FULL,
+    INDEX_ERROR,
+    MAX_SYNC_SESSIONS,
+    MAX_SYNC_SOURCE_BYTES,
+    SOURCE_UNREADABLE,
+)
 from store.records import Manifest, SessionState, SkippedFile
 from store.writer import StoreWriter
 
@@ -292,7 +299,7 @@ def build_index(
                         current.pop(key, None)
                 else:
                     current.pop(result.path, None)
-                    reason = result.reason or "index_error"
+                    reason = result.reason or INDEX_ERROR
                     skipped[result.path] = SkippedFile(result.path, result.agent, reason)
                     report.failed += 1
                     if result.error:
@@ -307,9 +314,9 @@ def build_index(
             pending_skips: dict[str, SkippedFile] = {}
             if pending:
                 reason = (
-                    "max_sync_sessions"
+                    MAX_SYNC_SESSIONS
                     if len(batch) >= config.memory.max_sync_sessions
-                    else "max_sync_source_bytes"
+                    else MAX_SYNC_SOURCE_BYTES
                 )
                 reasons = (reason,)
                 for j in pending:

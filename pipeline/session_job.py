@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Final
+from typing import Any
 
 import structlog
 
@@ -28,6 +28,7 @@ from pipeline.archiving import (
     read_chain,
 )
 from pipeline.discovery import Stamp, stamp_of, subagent_meta
+from stages.built import Built
 from stages.digest import (
     SessionFold,
     ViewInput,
@@ -41,18 +42,16 @@ from stages.lineage import lineage
 from stages.normalize import normalize
 from stages.policy import Policy
 from stages.read import read_parsed
-from stages.source import SourceSession
 from stages.tier import COLD, HOT
 from store.archive import ARCHIVED, NOT_KEPT, Chain, retired_key, source_of
 from store.archive_writer import ArchiveWriter
 from store.errors import is_disk_full
 from store.files import open_quietly
-from store.records import ColdDigest, HotShard, SessionState
+from store.reasons import DISK_FULL, INDEX_ERROR, SOURCE_UNAVAILABLE
+from store.records import SessionState
 from store.writer import StoreWriter
 
 __all__ = [
-    "DISK_FULL",
-    "Built",
     "Job",
     "JobResult",
     "build_session",
@@ -64,7 +63,6 @@ __all__ = [
 log = structlog.get_logger()
 
 # A job's reason when the index's disk was full: no fault of the session's, never published.
-DISK_FULL: Final = "disk_full"
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,11 +123,11 @@ def index_session(job: Job, writer: StoreWriter | None = None) -> JobResult:
     except (FileNotFoundError, NotADirectoryError):
         kept = read_chain_of(job)
         if kept is None:
-            return JobResult(job.path, job.agent, None, 0, 0, reason="source_unavailable")
+            return JobResult(job.path, job.agent, None, 0, 0, reason=SOURCE_UNAVAILABLE)
         origin, data = kept
         stamp = origin.stamp
     except OSError:
-        return JobResult(job.path, job.agent, None, 0, 0, reason="source_unavailable")
+        return JobResult(job.path, job.agent, None, 0, 0, reason=SOURCE_UNAVAILABLE)
     try:
         return _index(job, data, stamp, writer or StoreWriter(Path(job.index_dir)), origin)
     except Exception as exc:  # a bug in a stage must cost one session, not the run
@@ -140,7 +138,7 @@ def index_session(job: Job, writer: StoreWriter | None = None) -> JobResult:
             0,
             len(data),
             # A full disk is no fault of the session's: the run stops and resumes later.
-            reason=DISK_FULL if is_disk_full(exc) else "index_error",
+            reason=DISK_FULL if is_disk_full(exc) else INDEX_ERROR,
             error=traceback.format_exc(),
         )
 
@@ -159,29 +157,10 @@ def index_sessions(jobs: Sequence[Job]) -> list[JobResult]:
             return [index_session(job, writer) for job in jobs]
     except OSError as exc:
         error = traceback.format_exc()
-        reason = DISK_FULL if is_disk_full(exc) else "index_error"
+        reason = DISK_FULL if is_disk_full(exc) else INDEX_ERROR
         return [
             JobResult(job.path, job.agent, None, 0, 0, reason=reason, error=error) for job in jobs
         ]
-
-
-@dataclass(frozen=True, slots=True)
-class Built:
-    """A session indexed whole, plus what the stages made on the way: the always-on
-    pipeline keeps these to extend the session when its file grows."""
-
-    state: SessionState
-    session: SourceSession
-    views: tuple[ViewInput, ...]
-    record: HotShard | ColdDigest
-    # where the parse stopped (stages.parse: a partial line or an unfinished object waits)
-    consumed: int = 1 << 62
-    next_line: int = 1 << 62
-    meta: dict[str, Any] | None = None  # a Claude subagent transcript's sidecar
-    # old versions of this session the archive keeps on their own, indexed (cold) meanwhile,
-    # and the paths of those the file holds again (no longer kept: their sessions go)
-    retired: tuple[SessionState, ...] = ()
-    dropped: tuple[str, ...] = ()
 
 
 def _index(

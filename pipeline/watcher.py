@@ -35,7 +35,7 @@ from watchdog.observers.api import BaseObserver
 
 from pipeline.archiving import archive_of, begins_with
 from pipeline.classify import Known, classify, known_from_event
-from pipeline.discovery import SOURCE_UNREADABLE, discover, under
+from pipeline.discovery import discover, under
 from pipeline.keepout import KeepOut
 from pipeline.resume import resume_after, usable_manifest
 from pipeline.settings import RunSettings
@@ -43,6 +43,7 @@ from store.archive import key_name
 from store.config import Config
 from store.errors import CorruptRecord
 from store.journal import Journal
+from store.reasons import SOURCE_UNREADABLE
 from store.records import SourceEvent
 from store.sources import is_session_name
 

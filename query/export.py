@@ -32,6 +32,7 @@ from query.scope import resolve_target
 from store.archive import Archive
 from store.errors import CorruptRecord, StoreError
 from store.files import read_quietly
+from store.reasons import SOURCE_UNAVAILABLE
 from store.records import NormalizedEntry, SessionState
 
 __all__ = ["FORMATS", "ExportError", "Exported", "export"]
@@ -86,7 +87,7 @@ def export(
         entries = gen.entries(state, branches)
     except RecordUnavailable as exc:
         raise ExportError(
-            "source_unavailable", f"the index record of {state.path} is unavailable: {exc}"
+            SOURCE_UNAVAILABLE, f"the index record of {state.path} is unavailable: {exc}"
         ) from exc
     head = _header(state, branches, len(entries), observed.status)
     if fmt == "jsonl":
@@ -115,9 +116,9 @@ def _source(state: SessionState, archive: Archive | None) -> bytes:
                 if blake3.blake3(data).hexdigest() == state.source_hash:
                     return data
         except (CorruptRecord, StoreError) as exc:
-            raise ExportError("source_unavailable", str(exc)) from exc
+            raise ExportError(SOURCE_UNAVAILABLE, str(exc)) from exc
     raise ExportError(
-        "stale_pointer" if not state.archived else "source_unavailable",
+        "stale_pointer" if not state.archived else SOURCE_UNAVAILABLE,
         f"neither {state.path} nor the archive holds the bytes it was indexed from "
         "(it changed since): run `pipeline run --once` and retry",
     )

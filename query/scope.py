@@ -29,15 +29,13 @@ from typing import Any, Final
 from query.args import Scope
 from query.changes import Batch, Changes
 from query.generation import Generation, order_key
+from store.reasons import SOURCE_UNREADABLE, STALE_SESSION
 from store.records import AGENTS, SessionState
 from store.sources import LINES_SUFFIX, OBJECT_SUFFIX, could_be_session_name, is_session_name
 
 __all__ = ["Listings", "Resolved", "Target", "resolve_scope", "resolve_target", "widen_hints"]
 
 _CLAUDE_SLUG = re.compile(r"[^A-Za-z0-9]")
-STALE = "stale_session"
-# A folder under a root that cannot be listed: whatever sessions it holds are out of reach.
-UNREADABLE = "source_unreadable"
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,7 +171,7 @@ def resolve_target(
     if skipped is not None:
         return Target(unindexed=Unindexed(real, skipped.agent, skipped.reason))
     if os.path.isfile(real):
-        return Target(unindexed=Unindexed(real, "", STALE, stale=True))
+        return Target(unindexed=Unindexed(real, "", STALE_SESSION, stale=True))
     return Target(
         error={
             "code": "session_not_found",
@@ -480,9 +478,9 @@ def _unseen(
                         continue
                 except OSError:
                     continue
-            out.append(Unindexed(path, agent, STALE, stale=True))
+            out.append(Unindexed(path, agent, STALE_SESSION, stale=True))
         # Not stale (nothing says it changed), but an empty answer cannot vouch for it.
-        out += [Unindexed(f, agent, UNREADABLE) for f in unreadable]
+        out += [Unindexed(f, agent, SOURCE_UNREADABLE) for f in unreadable]
     return out
 
 

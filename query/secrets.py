@@ -29,6 +29,7 @@ from query.scope import resolve_scope, resolve_target
 from query.u16 import u16slice
 from store.archive import Archive
 from store.errors import StoreError
+from store.reasons import SOURCE_UNAVAILABLE
 from store.records import NormalizedEntry
 from store.redact import PLACEHOLDER, Redactor, fingerprint_of
 
@@ -135,7 +136,7 @@ def reveal(
         return {
             **result,
             "entries": [],
-            "error": {"code": "source_unavailable", "message": message},
+            "error": {"code": SOURCE_UNAVAILABLE, "message": message},
         }
     actual = blake3.blake3(data).hexdigest()
     if len(data) != state.size or actual != state.source_hash:

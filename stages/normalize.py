@@ -28,7 +28,6 @@ from dataclasses import replace
 from typing import Protocol
 
 from stages.common import cut_text, duplicate_reasons
-from stages.drift import NO_ENTRIES
 from stages.errors import BadInput
 from stages.lineage import Lineage
 from stages.normalized import EntryMemo, NormalizeResult
@@ -36,6 +35,7 @@ from stages.pi.normalize import normalize_pi
 from stages.policy import Policy
 from stages.redaction import redact_entries
 from stages.source import SourceSession
+from store.reasons import NO_ENTRIES
 from store.records import NormalizedEntry
 
 __all__ = ["cut_text", "normalize"]

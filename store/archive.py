@@ -39,6 +39,7 @@ import zstandard
 from store.codec import pack, unpack
 from store.errors import CorruptRecord, StoreError
 from store.files import read_quietly
+from store.reasons import ARCHIVE_FULL
 
 __all__ = [
     "ARCHIVED",
@@ -69,7 +70,7 @@ _MAGIC: Final = b"SDXA"
 # SessionState.archive: what the archive holds of the session's indexed bytes.
 KEPT: Final = "kept"  # exactly the indexed bytes; the source is still there
 ARCHIVED: Final = "archived"  # the source is gone: the session is read from the archive
-NOT_KEPT: Final = "archive_full"  # the cap was reached: these bytes are not (all) kept
+NOT_KEPT: Final = ARCHIVE_FULL  # the cap was reached: these bytes are not (all) kept
 
 # A retired chain's key: the session's path, this mark, the first 16 hex of its source hash.
 RETIRED_MARK: Final = "@archived-"

@@ -65,7 +65,6 @@ from stages.common import (
     js_truthy,
     summarize_args,
 )
-from stages.drift import NO_ENTRIES
 from stages.families import tool_family
 from stages.families import tool_identity as agent_tool_identity
 from stages.lineage import Lineage
@@ -75,6 +74,7 @@ from stages.pi.fabric import read_trace, trace_children
 from stages.pi.nested import nested_children
 from stages.policy import Policy
 from stages.source import SourceRecord, SourceSession
+from store.reasons import NO_ENTRIES
 from store.records import NormalizedEntry
 
 __all__ = ["KEPT_TYPES", "appends_locally", "empty_reasons", "normalize_pi", "tool_identity"]

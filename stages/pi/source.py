@@ -36,6 +36,7 @@ from blake3 import blake3
 
 from stages.drift import Drift
 from stages.source import ParseResult, SourceRecord, SourceSession, parse_reasons
+from store.reasons import MISSING_SESSION_HEADER
 
 __all__ = ["KNOWN_BLOCKS", "KNOWN_ROLES", "KNOWN_TYPES", "derived_id", "read_pi", "v1_entry_id"]
 
@@ -81,7 +82,7 @@ def read_pi(parsed: ParseResult, path: str) -> SourceSession:
     header_index = next((i for i, r in enumerate(raws) if r.value.get("type") == _HEADER), None)
     header = raws[header_index].value if header_index is not None else None
     if header_index != 0:
-        reasons.add("missing_session_header")
+        reasons.add(MISSING_SESSION_HEADER)
     head: dict[str, Any] = header or {}
 
     session_id: str = _str(head.get("id")) or PurePath(path).stem

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.testing import LivePipeline, wait_for
 from store.errors import SnapshotMissing
 from store.reader import open_snapshot
+from tests.doubles import LivePipeline, wait_for
 from tests.unit.archive.grep import files_holding
 from tests.unit.archive.kit import ClaudeRoot, claude_session, entry_hits
 
