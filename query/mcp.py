@@ -323,6 +323,10 @@ RECALL_OUTPUT: Final = _output(
                     "score": {"type": "number"},
                     "snippet": {"type": "string"},
                     "follow": _TOKEN,
+                    "archived": {
+                        "type": "boolean",
+                        "description": "the session's file is gone: read from the archive",
+                    },
                 },
                 "required": ["kind", "sessionId", "score", "follow"],
             },
@@ -370,6 +374,7 @@ SESSIONS_OUTPUT: Final = _output(
                     "counts": {"type": "object"},
                     "sidechain": {"type": "boolean"},
                     "parentSession": {"type": "string"},
+                    "archived": {"type": "boolean"},
                 },
                 "required": ["id", "file", "entryCount"],
             },
