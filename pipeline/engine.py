@@ -32,11 +32,11 @@ import structlog
 from pipeline.appender import HotSession, commit, extend, hot_session
 from pipeline.deltas import Delta, concat_entries, concat_shards
 from pipeline.session_job import Job, build_session, read_source
+from stages.agents import adapter
 from stages.policy import Policy
 from store.errors import is_disk_full
 from store.files import open_quietly
 from store.records import SessionState, SkippedFile, SourceEvent
-from store.sources import is_object_rollout
 from store.writer import StoreWriter
 
 __all__ = [
@@ -177,7 +177,7 @@ class SessionEngine:
             or hot is None
             or state.tier != tier
             or any(e.kind == REWRITE for e in events)
-            or is_object_rollout(agent, path)  # saved whole each time: no line appends
+            or adapter(agent).files.read_whole(path)  # saved whole each time: no line appends
         ):
             return self.whole(path, agent, tier)
         change = self._append(hot, last)

@@ -25,7 +25,7 @@ from typing import Any
 
 import structlog
 
-from pipeline.discovery import SOURCE_UNREADABLE, discover, under
+from pipeline.discovery import SOURCE_UNREADABLE, discover, source_specs, under
 from pipeline.lexicon import LexiconKeeper, bucket_count, bucket_of
 from pipeline.pool import WorkerPool
 from pipeline.session_job import DISK_FULL, Job
@@ -316,6 +316,7 @@ def build_index(
                 skipped=tuple(sorted({**skipped, **pending_skips}.values(), key=lambda s: s.path)),
                 reasons=reasons,
                 lexicon=lexicon,
+                sources=source_specs(config.roots),
             )
             writer.publish(manifest)
             report.bytes_written += writer.bytes_written - before

@@ -20,6 +20,7 @@ from typing import Final
 
 import structlog
 
+from pipeline.discovery import source_specs
 from pipeline.engine import Drop, Skip, Upsert
 from pipeline.lexicon import LexiconKeeper
 from pipeline.pool import BackgroundBuilds
@@ -205,6 +206,7 @@ class Publisher:
             sessions=tuple(map(self.sessions.__getitem__, self._paths)),
             skipped=tuple(self.skipped[p] for p in sorted(self.skipped)),
             lexicon=self.lexicon,
+            sources=source_specs(self.config.roots),
         )
         self.writer.publish(manifest)
         written = self.writer.bytes_written - before

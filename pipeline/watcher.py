@@ -34,13 +34,12 @@ from watchdog.observers import Observer
 from watchdog.observers.api import BaseObserver
 
 from pipeline.classify import Known, classify, known_from_event
-from pipeline.discovery import SOURCE_UNREADABLE, discover, under
+from pipeline.discovery import SOURCE_UNREADABLE, discover, is_session, under
 from pipeline.resume import resume_after, usable_manifest
 from pipeline.settings import RunSettings
 from store.config import Config
 from store.journal import Journal
 from store.records import SourceEvent
-from store.sources import is_session_name
 
 __all__ = ["Observers", "Watcher", "WatcherStats"]
 
@@ -205,7 +204,7 @@ class Watcher:
         name = os.path.basename(path)
         for root, agent in self._roots:
             if path.startswith(root + os.sep):
-                if not is_session_name(agent, name):
+                if not is_session(agent, name):
                     return None
                 # discovery never follows a link, so neither may a path it would not list
                 folder = os.path.dirname(path)

@@ -65,7 +65,6 @@ from stages.common import (
     js_truthy,
     summarize_args,
 )
-from stages.drift import NO_ENTRIES
 from stages.families import tool_family
 from stages.families import tool_identity as agent_tool_identity
 from stages.lineage import Lineage
@@ -77,7 +76,7 @@ from stages.policy import Policy
 from stages.source import SourceRecord, SourceSession
 from store.records import NormalizedEntry
 
-__all__ = ["KEPT_TYPES", "appends_locally", "empty_reasons", "normalize_pi", "tool_identity"]
+__all__ = ["KEPT_TYPES", "appends_locally", "normalize_pi", "tool_identity"]
 
 AGENT = "pi"
 KEPT_TYPES = frozenset({"message", "compaction", "branch_summary", "custom_message"})
@@ -126,14 +125,6 @@ def appends_locally(appended: SourceSession) -> bool:
     records alone (the tail path's premise): not when one is a ``context_edit``, which marks
     an earlier entry."""
     return not any(r.kind == CONTEXT_EDIT for r in appended.records)
-
-
-def empty_reasons(reasons: set[str], entries: int) -> set[str]:
-    """*reasons* of a view of a session with a header, extended to *entries* entries: with
-    ``no_entries`` exactly when it has none (as ``normalize`` says it)."""
-    if entries == 0:
-        return reasons | {NO_ENTRIES}
-    return reasons - {NO_ENTRIES}
 
 
 def tool_identity(tool: str) -> tuple[str, str | None, str | None]:

@@ -37,7 +37,15 @@ from blake3 import blake3
 from stages.drift import Drift
 from stages.source import ParseResult, SourceRecord, SourceSession, parse_reasons
 
-__all__ = ["KNOWN_BLOCKS", "KNOWN_ROLES", "KNOWN_TYPES", "derived_id", "read_pi", "v1_entry_id"]
+__all__ = [
+    "KNOWN_BLOCKS",
+    "KNOWN_ROLES",
+    "KNOWN_TYPES",
+    "derived_id",
+    "read_pi",
+    "tail_ready",
+    "v1_entry_id",
+]
 
 AGENT = "pi"
 _HEADER = "session"
@@ -139,6 +147,17 @@ def read_pi(parsed: ParseResult, path: str) -> SourceSession:
         extra=extra,
         writer_version=str(version) if header is not None else "",
         unknown=drift.items(),
+    )
+
+
+def tail_ready(session: SourceSession) -> bool:
+    """Whether appends to *session* (read whole) can be read from their own lines: its
+    records carry their ids (v2+) and its header came first, so a tail read after that header
+    gives the records exactly what a whole read would."""
+    return (
+        session.version >= 2
+        and session.header is not None
+        and "missing_session_header" not in session.reasons
     )
 
 
