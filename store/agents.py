@@ -22,6 +22,7 @@ ADAPTERS: Final[dict[str, str]] = {
     "pi": "stages.pi.adapter",
     "claude": "stages.claude.adapter",
     "codex": "stages.codex.adapter",
+    "omp": "stages.omp.adapter",
 }
 
 
