@@ -226,6 +226,7 @@ def build_index(
             or report.removed > 0
             or _skipped_changed(previous, skipped)
             or _lexicon_missing(previous)
+            or _sources_changed(previous, config)
         )
         if not changed:
             report.seconds = time.perf_counter() - started
@@ -326,6 +327,13 @@ def build_index(
     report.seconds = time.perf_counter() - started
     log.info("index.done", **report.as_dict())
     return report
+
+
+def _sources_changed(previous: Manifest | None, config: Config) -> bool:
+    """The manifest records other source facts than the adapters' (written before it
+    recorded them, or by another release): publish once, so the query side reads folders by
+    today's rules."""
+    return previous is not None and previous.sources != source_specs(config.roots)
 
 
 def _lexicon_missing(previous: Manifest | None) -> bool:

@@ -109,6 +109,8 @@ class Publisher:
             self.lexicon = manifest.lexicon
             if not self.lexicon and any(s.tier != "hot" for s in manifest.sessions):
                 self._dirty = True  # written before cold lexicons existed: add one
+            if manifest.sources != source_specs(self.config.roots):
+                self._dirty = True  # other source facts (an older release): record today's
         elif self.writer.current_generation():
             self._dirty = True  # built under another policy: stop serving it at once
         self.position = self._boot_position = resume_after(self.config.index_dir, self.journal)

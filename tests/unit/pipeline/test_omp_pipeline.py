@@ -87,3 +87,25 @@ def test_status_lists_every_registered_agent_with_its_count(tmp_path: Path) -> N
     manifest = open_snapshot(config.index_dir).manifest
     assert set(manifest.sources) == set(agent_names())
     assert [f.base for f in manifest.sources["omp"].folders] == ["~", "$TMPDIR", "/"]
+
+
+def test_an_index_written_before_manifests_named_their_sources_gets_them_once(
+    tmp_path: Path,
+) -> None:
+    from dataclasses import replace
+
+    from pipeline.indexer import build_index
+    from store.writer import StoreWriter
+
+    pi = PiRoot(tmp_path)
+    config = pi.write_config()
+    omp_root(pi)
+    build_index(config)
+    # Given CURRENT as an older release wrote it: no source facts
+    old = open_snapshot(config.index_dir).manifest
+    StoreWriter(config.index_dir).publish(replace(old, generation=old.generation + 1, sources={}))
+    # When the next catch-up run finds no session changed, it still publishes them once
+    assert build_index(config).generations == [old.generation + 2]
+    assert open_snapshot(config.index_dir).manifest.sources == old.sources
+    # and a rerun then writes nothing
+    assert build_index(config).generations == []
