@@ -42,6 +42,7 @@ from store.config import Config
 from store.errors import StoreLocked, is_disk_full
 from store.journal import FileJournal
 from store.layout import IndexLayout
+from store.reasons import DISK_FULL
 from store.writer import StoreWriter
 
 __all__ = [
@@ -169,7 +170,7 @@ def child_main(spec: ChildSpec, shared: Shared, conn: _Conn) -> None:
         pass
     except BaseException as exc:
         if is_disk_full(exc):
-            conn.send(("disk_full", traceback.format_exc()))
+            conn.send((DISK_FULL, traceback.format_exc()))
             sys.exit(EXIT_DISK_FULL)
         conn.send(("crashed", traceback.format_exc()))
         sys.exit(1)

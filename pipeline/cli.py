@@ -7,7 +7,6 @@
     pipeline config [--config FILE]                        print the effective configuration
     pipeline doctor [--json] [--config FILE]               is everything running and current?
     pipeline completion bash|zsh|tcsh                      a shell completion script
-    pipeline generate --out DIR --sessions N --mean-kb K   write a synthetic corpus
 
 Exit codes (``store.exits``, shared with `query`): 0 done; 1 done, but some sessions could not
 be indexed (a bug: see the log), or the index is damaged; 2 bad arguments or configuration;
@@ -140,13 +139,6 @@ def _parser() -> argparse.ArgumentParser:
         "pipeline",
     )
     co.add_argument("shell", choices=("bash", "zsh", "tcsh"))
-
-    gen = sub.add_parser(
-        "generate",
-        help="write a deterministic synthetic session corpus",
-        epilog="Example: pipeline generate --out /tmp/corpus --sessions 300",
-    )
-    gen.add_argument("rest", nargs=argparse.REMAINDER, help="arguments of pipeline.corpus")
     return p
 
 
@@ -156,15 +148,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _main(argv: Sequence[str] | None) -> int:
-    given = list(sys.argv[1:] if argv is None else argv)
-    if given[:1] == ["generate"]:
-        # Handed over whole: argparse's REMAINDER refuses a first argument that looks like
-        # an option (``--out``), and the corpus generator has its own parser and help.
-        from pipeline.corpus import main as corpus_main
-
-        return corpus_main(given[1:])
     parser = _parser()
-    args = parser.parse_args(given)
+    args = parser.parse_args(argv)
     if args.command == "completion":
         import shtab  # only when asked: generating a script is not on any hot path
 

@@ -17,10 +17,10 @@ import orjson
 
 from stages.agents import adapter
 from store.files import open_quietly
+from store.reasons import SOURCE_UNAVAILABLE, SOURCE_UNREADABLE
 from store.sources import SourceSpec
 
 __all__ = [
-    "SOURCE_UNREADABLE",
     "Candidate",
     "Stamp",
     "discover",
@@ -31,7 +31,6 @@ __all__ = [
     "under",
 ]
 
-SOURCE_UNREADABLE = "source_unreadable"
 _META_MAX_BYTES = 65_536
 
 Stamp = tuple[int, int, int, int, int]
@@ -103,7 +102,7 @@ def discover(roots: Mapping[str, Path]) -> tuple[list[Candidate], list[tuple[str
             except FileNotFoundError:
                 continue
             except OSError:
-                problems.append((str(path), agent, "source_unavailable"))
+                problems.append((str(path), agent, SOURCE_UNAVAILABLE))
                 continue
             if not os.path.isfile(path) or path.is_symlink():
                 continue

@@ -29,13 +29,15 @@ from pathlib import Path
 
 import structlog
 
-from pipeline.appender import HotSession, commit, extend, hot_session
-from pipeline.deltas import Delta, concat_entries, concat_shards
+from pipeline.discovery import subagent_meta
 from pipeline.session_job import Job, build_session, read_source
 from stages.agents import adapter
+from stages.appender import Delta, HotSession, asks_sidecar, commit, extend, hot_session
 from stages.policy import Policy
+from store.deltas import concat_entries, concat_shards
 from store.errors import is_disk_full
 from store.files import open_quietly
+from store.reasons import INDEX_ERROR, SOURCE_UNAVAILABLE
 from store.records import SessionState, SkippedFile, SourceEvent
 from store.writer import StoreWriter
 
@@ -196,7 +198,7 @@ class SessionEngine:
             return Drop(path)  # its delete event is on the way
         except OSError:
             self.forget(path)
-            return Skip(SkippedFile(path, agent, "source_unavailable"))
+            return Skip(SkippedFile(path, agent, SOURCE_UNAVAILABLE))
         job = Job(path, agent, tier, self.policy, str(self.index_dir))
         try:
             built = build_session(job, data, stamp, self.writer)
@@ -205,7 +207,7 @@ class SessionEngine:
                 raise  # no fault of the session's: the worker pauses until there is room
             log.error("session.failed", path=path, traceback=traceback.format_exc())
             self.forget(path)
-            return Skip(SkippedFile(path, agent, "index_error"))
+            return Skip(SkippedFile(path, agent, INDEX_ERROR))
         keep = len(data) <= self.settings.parsed_bytes
         self._remember(path, hot_session(built, data, keep_parsed=keep))
         return Upsert(built.state)
@@ -268,7 +270,8 @@ class SessionEngine:
         if (st.st_dev, st.st_ino) != (state.dev, state.inode):
             return None
         stamp = (st.st_dev, st.st_ino, event.end, st.st_mtime_ns, st.st_ctime_ns)
-        appended = extend(hot, data, stamp, self.policy, expected_hash=expected)
+        sidecar = asks_sidecar(hot) and subagent_meta(state.path, state.agent) is not None
+        appended = extend(hot, data, stamp, self.policy, expected_hash=expected, sidecar=sidecar)
         if appended is None:
             return None
         delta: Delta | None = None

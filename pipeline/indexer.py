@@ -25,15 +25,22 @@ from typing import Any
 
 import structlog
 
-from pipeline.discovery import SOURCE_UNREADABLE, discover, source_specs, under
+from pipeline.discovery import discover, source_specs, under
 from pipeline.lexicon import LexiconKeeper, bucket_count, bucket_of
 from pipeline.pool import WorkerPool
-from pipeline.session_job import DISK_FULL, Job
+from pipeline.session_job import Job
 from stages.policy import Policy
 from stages.tier import HOT, assign_tiers
 from store.config import Config
 from store.errors import DiskFull, SnapshotMissing
 from store.reader import open_snapshot
+from store.reasons import (
+    DISK_FULL,
+    INDEX_ERROR,
+    MAX_SYNC_SESSIONS,
+    MAX_SYNC_SOURCE_BYTES,
+    SOURCE_UNREADABLE,
+)
 from store.records import Manifest, SessionState, SkippedFile
 from store.writer import StoreWriter
 
@@ -269,7 +276,7 @@ def build_index(
                     report.indexed += 1
                 else:
                     current.pop(result.path, None)
-                    reason = result.reason or "index_error"
+                    reason = result.reason or INDEX_ERROR
                     skipped[result.path] = SkippedFile(result.path, result.agent, reason)
                     report.failed += 1
                     if result.error:
@@ -284,9 +291,9 @@ def build_index(
             pending_skips: dict[str, SkippedFile] = {}
             if pending:
                 reason = (
-                    "max_sync_sessions"
+                    MAX_SYNC_SESSIONS
                     if len(batch) >= config.memory.max_sync_sessions
-                    else "max_sync_source_bytes"
+                    else MAX_SYNC_SOURCE_BYTES
                 )
                 reasons = (reason,)
                 for j in pending:

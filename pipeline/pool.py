@@ -40,6 +40,7 @@ from pipeline.exits import describe_exit
 from pipeline.lexicon import build_bucket
 from pipeline.session_job import Job, JobResult, index_session, index_sessions
 from store.errors import DiskFull, is_disk_full
+from store.reasons import INDEX_ERROR
 
 __all__ = [
     "UNITS_PER_WORKER",
@@ -221,7 +222,7 @@ class WorkerPool:
                     None,
                     0,
                     0,
-                    reason="index_error",
+                    reason=INDEX_ERROR,
                     error=f"the worker process indexing this session {how}",
                 )
             )
@@ -230,7 +231,7 @@ class WorkerPool:
             # index_sessions never raises; a unit that did fails each of its sessions
             (unit,) = task.args
             finished.extend(
-                JobResult(job.path, job.agent, None, 0, 0, reason="index_error", error=error)
+                JobResult(job.path, job.agent, None, 0, 0, reason=INDEX_ERROR, error=error)
                 for job in unit
             )
 

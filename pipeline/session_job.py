@@ -15,11 +15,11 @@ import traceback
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
 
 import blake3
 
 from pipeline.discovery import Stamp, stamp_of, subagent_meta
+from stages.built import Built
 from stages.digest import (
     SessionFold,
     ViewInput,
@@ -33,16 +33,14 @@ from stages.lineage import lineage
 from stages.normalize import normalize
 from stages.policy import Policy
 from stages.read import read_parsed
-from stages.source import SourceSession
 from stages.tier import HOT
 from store.errors import is_disk_full
 from store.files import open_quietly
-from store.records import ColdDigest, HotShard, SessionState
+from store.reasons import DISK_FULL, INDEX_ERROR, SOURCE_UNAVAILABLE
+from store.records import SessionState
 from store.writer import StoreWriter
 
 __all__ = [
-    "DISK_FULL",
-    "Built",
     "Job",
     "JobResult",
     "build_session",
@@ -52,7 +50,6 @@ __all__ = [
 ]
 
 # A job's reason when the index's disk was full: no fault of the session's, never published.
-DISK_FULL: Final = "disk_full"
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,7 +101,7 @@ def index_session(job: Job, writer: StoreWriter | None = None) -> JobResult:
     try:
         data, stamp = read_source(job.path)
     except OSError:
-        return JobResult(job.path, job.agent, None, 0, 0, reason="source_unavailable")
+        return JobResult(job.path, job.agent, None, 0, 0, reason=SOURCE_UNAVAILABLE)
     try:
         return _index(job, data, stamp, writer or StoreWriter(Path(job.index_dir)))
     except Exception as exc:  # a bug in a stage must cost one session, not the run
@@ -115,7 +112,7 @@ def index_session(job: Job, writer: StoreWriter | None = None) -> JobResult:
             0,
             len(data),
             # A full disk is no fault of the session's: the run stops and resumes later.
-            reason=DISK_FULL if is_disk_full(exc) else "index_error",
+            reason=DISK_FULL if is_disk_full(exc) else INDEX_ERROR,
             error=traceback.format_exc(),
         )
 
@@ -132,25 +129,10 @@ def index_sessions(jobs: Sequence[Job]) -> list[JobResult]:
             return [index_session(job, writer) for job in jobs]
     except OSError as exc:
         error = traceback.format_exc()
-        reason = DISK_FULL if is_disk_full(exc) else "index_error"
+        reason = DISK_FULL if is_disk_full(exc) else INDEX_ERROR
         return [
             JobResult(job.path, job.agent, None, 0, 0, reason=reason, error=error) for job in jobs
         ]
-
-
-@dataclass(frozen=True, slots=True)
-class Built:
-    """A session indexed whole, plus what the stages made on the way: the always-on
-    pipeline keeps these to extend the session when its file grows."""
-
-    state: SessionState
-    session: SourceSession
-    views: tuple[ViewInput, ...]
-    record: HotShard | ColdDigest
-    # where the parse stopped (stages.parse: a partial line or an unfinished object waits)
-    consumed: int = 1 << 62
-    next_line: int = 1 << 62
-    meta: dict[str, Any] | None = None  # a Claude subagent transcript's sidecar
 
 
 def _index(job: Job, data: bytes, stamp: Stamp, writer: StoreWriter) -> JobResult:

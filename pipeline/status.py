@@ -29,13 +29,13 @@ from store.errors import SnapshotMissing, StoreError, free_bytes
 from store.journal import FileJournal
 from store.layout import IndexLayout
 from store.reader import open_snapshot
+from store.reasons import DISK_FULL, MAX_ENTRY_CHARS
 from store.records import SessionEntries
 
-__all__ = ["DISPLAY_ONLY", "Status", "collect_status", "render_status"]
+__all__ = ["Status", "collect_status", "render_status"]
 
 # The stored display text was cut to maxEntryChars; postings and vocabularies cover the whole
 # text, so it hides nothing from a literal recall (query.recall.view_reasons says the same).
-DISPLAY_ONLY = "max_entry_chars"
 
 
 @dataclass(slots=True)
@@ -260,9 +260,9 @@ def collect_status(config: Config) -> Status:
             tally[0] += n
             tally[1] += 1
         reasons = sorted({r for v in s.views for r in v.reasons if v.branches == "active"})
-        if DISPLAY_ONLY in reasons:
+        if MAX_ENTRY_CHARS in reasons:
             status.display_cut += 1
-            reasons.remove(DISPLAY_ONLY)  # not a gap: a literal recall counts it complete too
+            reasons.remove(MAX_ENTRY_CHARS)  # not a gap: a literal recall counts it complete too
         if reasons:
             status.incomplete += 1
             status.incomplete_sessions.append(
@@ -290,7 +290,7 @@ _LOW_DISK_BYTES = 16 << 20
 
 def _disk(index_dir: Path, workers: list[dict[str, Any]]) -> dict[str, Any]:
     free = free_bytes(index_dir)
-    paused = any(w["state"] == "disk_full" for w in workers)
+    paused = any(w["state"] == DISK_FULL for w in workers)
     full = paused or (free is not None and free < _LOW_DISK_BYTES)
     return {"freeBytes": free, "full": full, "paused": paused}
 

@@ -52,13 +52,13 @@ from store import jsonio
 from store.atomic import atomic_write, ensure_dir
 from store.config import Config
 from store.errors import StoreLocked, free_bytes
+from store.exits import EXIT_BOOT_FAILED, EXIT_OK
 from store.journal import FileJournal
 from store.layout import IndexLayout
+from store.reasons import DISK_FULL
 from store.writer import StoreWriter
 
 __all__ = [
-    "EXIT_BOOT_FAILED",
-    "EXIT_OK",
     "ProcessSupervisor",
     "read_run_state",
     "run_state_path",
@@ -66,8 +66,6 @@ __all__ = [
 
 log = structlog.get_logger()
 
-EXIT_OK: Final = 0
-EXIT_BOOT_FAILED: Final = 5
 _LOCK_WAIT_S: Final = 10.0
 _STATE_EVERY_S: Final = 5.0
 _WATCH, _INDEX = "watch", "index"
@@ -332,7 +330,7 @@ class ProcessSupervisor:
             log.info("worker.started", worker=child.name, pid=message[1])
         elif kind == "stats":
             child.stats = message[1]
-        elif kind in ("crashed", "boot_failed", "disk_full"):
+        elif kind in ("crashed", "boot_failed", DISK_FULL):
             child.last_error = message[1]
         elif kind == "stopped":
             child.state = "stopped"
@@ -384,7 +382,7 @@ class ProcessSupervisor:
         self._schedule_restart(child.group)
         for peer in self.children.values():
             if peer.group == child.group:
-                peer.state = "disk_full"
+                peer.state = DISK_FULL
 
     def _blame(self, child: _Child, how: str) -> None:
         """Count the death against the session the worker was on (pipeline.quarantine)."""

@@ -34,11 +34,12 @@ from watchdog.observers import Observer
 from watchdog.observers.api import BaseObserver
 
 from pipeline.classify import Known, classify, known_from_event
-from pipeline.discovery import SOURCE_UNREADABLE, discover, is_session, under
+from pipeline.discovery import discover, is_session, under
 from pipeline.resume import resume_after, usable_manifest
 from pipeline.settings import RunSettings
 from store.config import Config
 from store.journal import Journal
+from store.reasons import SOURCE_UNREADABLE
 from store.records import SourceEvent
 
 __all__ = ["Observers", "Watcher", "WatcherStats"]

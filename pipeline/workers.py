@@ -40,6 +40,7 @@ from store.checkpoints import Checkpoint, CheckpointStore
 from store.config import Config
 from store.journal import Journal
 from store.layout import IndexLayout
+from store.reasons import INDEX_ERROR
 from store.records import SessionState, SkippedFile, SourceEvent
 
 __all__ = ["INDEX_VERSION", "Inbox", "IndexWorker", "Outbox", "WorkerBatch", "shard_of"]
@@ -175,7 +176,7 @@ class IndexWorker:
         for path, group in groups.items():
             agent = group[-1].agent
             if self._quarantined(path):
-                change: Change | None = Skip(SkippedFile(path, agent, "index_error"))
+                change: Change | None = Skip(SkippedFile(path, agent, INDEX_ERROR))
             else:
                 self._working_on(path)
                 state = self.states.get(path)
@@ -288,7 +289,7 @@ class IndexWorker:
                 path=path,
                 crashes=held.crashes,
                 cause=held.how,
-                reason="index_error",
+                reason=INDEX_ERROR,
             )
         return True
 

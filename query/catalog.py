@@ -34,6 +34,12 @@ from query.generation import Generation, RecordUnavailable
 from query.scope import resolve_scope, widen_hints
 from query.u16 import bounded, json_length
 from store.errors import CorruptRecord, SchemaVersionError
+from store.reasons import (
+    MAX_COLD_VOCABULARY_BYTES,
+    MAX_ENTRY_CHARS,
+    SOURCE_UNAVAILABLE,
+    STALE_SESSION,
+)
 from store.records import AGENTS, BRANCH_MODES, ColdDigest, SessionState
 
 if TYPE_CHECKING:
@@ -43,9 +49,8 @@ __all__ = ["CatalogRequest", "catalog", "catalog_for", "parse_catalog"]
 
 _KEYS: Final = frozenset({"scope", "agent", "branches", "cwd"})
 DEFAULT_SCOPE: Final = "project"
-STALE_REASON: Final = "stale_session"
 # Reasons that only limit text (display cut, vocabulary size): heads come from typed fields.
-_TEXT_ONLY: Final = frozenset({"max_entry_chars", "max_cold_vocabulary_bytes"})
+_TEXT_ONLY: Final = frozenset({MAX_ENTRY_CHARS, MAX_COLD_VOCABULARY_BYTES})
 
 # (provider, action, tool, ref, family): one head (the family follows from the tool).
 HeadKey = tuple[str | None, str | None, str | None, str | None, str | None]
@@ -273,15 +278,15 @@ def catalog(
         observed = freshness.observe(state)
         if observed.status in ("missing", "unreadable"):
             stale += 1
-            reasons.add("source_unavailable")
+            reasons.add(SOURCE_UNAVAILABLE)
         elif observed.status == "changed":
             stale += 1
-            reasons.add(STALE_REASON)
+            reasons.add(STALE_SESSION)
         own = set(state.view(req.branches).reasons) - _TEXT_ONLY
         try:
             folded = session_heads(gen, state, req.branches)
         except RecordUnavailable:
-            own.add("source_unavailable")
+            own.add(SOURCE_UNAVAILABLE)
             folded = {}
         if own:
             incomplete += 1

@@ -34,6 +34,7 @@ from query.u16 import (
     u16len,
     u16slice,
 )
+from store.reasons import SOURCE_UNAVAILABLE
 from store.records import NormalizedEntry, SessionState
 
 __all__ = ["expand"]
@@ -183,7 +184,7 @@ def expand(
             }
         else:
             problem = {
-                "code": "source_unavailable",
+                "code": SOURCE_UNAVAILABLE,
                 "message": f"{u.path} could not be indexed ({u.reason}); see `pipeline status`.",
             }
         return _error(u.path, problem)
@@ -193,7 +194,7 @@ def expand(
         return _error(
             state.path,
             {
-                "code": "source_unavailable",
+                "code": SOURCE_UNAVAILABLE,
                 "message": f"Session source is unavailable: {state.path}",
             },
         )
@@ -251,7 +252,7 @@ def expand(
         return _error(
             state.path,
             {
-                "code": "source_unavailable",
+                "code": SOURCE_UNAVAILABLE,
                 "message": f"The index record of {state.path} is unavailable; "
                 "run `pipeline run --once` to rebuild it.",
             },

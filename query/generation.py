@@ -4,7 +4,8 @@
 
     Snapshot(N) ──► Generation
                      ├── session table: by path, by id, by stem, by cwd; sort keys
-                     ├── hot(branches)   HotIndex over every hot shard (base + deltas merged)
+                     ├── hot(branches)   HotIndex over every hot shard (base + deltas folded:
+                     │                   store.deltas, as the pipeline folds them)
                      ├── cold(state, b)  ColdSession: vocabulary blob + compact address columns
                      ├── terms(b)        TermIndex over every cold vocabulary (built on demand)
                      └── entries(state)  complete normalized entries (expand, hydration), LRU
@@ -27,11 +28,10 @@ from pathlib import Path
 from typing import Final, TypeVar
 
 from query.lexicon import ColdLexicon, ScopePlaces
-from query.postings import shift_pairs
 from query.vocabulary import TermIndex, blob_index
+from store.deltas import EntriesFold, ShardFold
 from store.errors import CorruptRecord, SchemaVersionError
 from store.lexicon import LexiconSegment
-from store.postings import trim_pairs
 from store.reader import Snapshot
 from store.records import (
     Address,
@@ -627,34 +627,15 @@ class Generation:
         base = self._bases.get(state.index_record)
         if base is None:
             base = self._bases[state.index_record] = self._load(state.index_record, HotShard)
-        view = base.view(branches)
-        entries = list(view.entries)
-        counts = list(view.token_counts)
-        postings: dict[str, bytes] = dict(view.postings)
+        fold = ShardFold()
+        fold.add(base.view(branches))
         for name in state.index_deltas:
-            delta: HotShard = self._load(name, HotShard)
-            dview = delta.view(branches)
-            if dview.replaces:  # its entries take the place of the last ones read
-                cut = max(0, len(entries) - dview.replaces)
-                del entries[cut:], counts[cut:]
-                for term in dview.dropped:
-                    data = postings.get(term)
-                    if data is not None:
-                        if kept := trim_pairs(data, cut):
-                            postings[term] = kept
-                        else:
-                            del postings[term]
-            offset = len(entries)
-            entries.extend(dview.entries)
-            counts.extend(dview.token_counts)
-            for term, data in dview.postings.items():
-                shifted = shift_pairs(data, offset)
-                postings[term] = postings.get(term, b"") + shifted
+            fold.add(self._load(name, HotShard).view(branches))
         return ShardData(
             state=state,
-            entries=tuple(entries),
-            token_counts=array("I", counts),
-            postings=postings,
+            entries=tuple(fold.entries),
+            token_counts=fold.token_counts,
+            postings=fold.postings,
             complete_text=False,
         )
 
@@ -790,15 +771,11 @@ class Generation:
         if cached is not None and (cached[0] is state or cached[0] == state):
             self._entries.move_to_end(key)
             return cached[1]
-        base: SessionEntries = self._load(state.entries_record, SessionEntries)
-        out = list(base.view(branches).entries)
+        fold = EntriesFold()
+        fold.add(self._load(state.entries_record, SessionEntries).view(branches))
         for name in state.entries_deltas:
-            delta: SessionEntries = self._load(name, SessionEntries)
-            dview = delta.view(branches)
-            if dview.replaces:
-                del out[max(0, len(out) - dview.replaces) :]
-            out.extend(dview.entries)
-        found = tuple(out)
+            fold.add(self._load(name, SessionEntries).view(branches))
+        found = tuple(fold.entries)
         self._entries[key] = (state, found)
         while len(self._entries) > _ENTRIES_CACHE:
             self._entries.popitem(last=False)

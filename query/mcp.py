@@ -47,6 +47,7 @@ from query.args import (
 from query.errors import InvalidArgument, QueryError
 from query.u16 import json_length
 from store.errors import SnapshotMissing, StoreError
+from store.exits import EXIT_OK, EXIT_USAGE
 from store.records import AGENTS, BRANCH_MODES, TOOL_FAMILIES
 
 if TYPE_CHECKING:
@@ -758,9 +759,9 @@ def run_mcp(ns: Any) -> int:
         config = load_config(ns.config)
     except ConfigError as exc:
         sys.stderr.write(f"query: {exc}\n")
-        return 2
+        return EXIT_USAGE
     cwd = os.path.abspath(ns.cwd) if ns.cwd else os.getcwd()
     backend = _live_backend(config, "off" if ns.no_server else "auto")
     with backend, contextlib.suppress(KeyboardInterrupt):
         anyio.run(serve_stdio, backend, cwd)
-    return 0
+    return EXIT_OK

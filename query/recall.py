@@ -31,19 +31,24 @@ from query.generation import (
     RecordUnavailable,
     ShardData,
 )
-from query.postings import build_postings
 from query.present import page
 from query.regex import RegexRunner
 from query.scope import Listings, Resolved, resolve_scope, widen_hints
 from query.search import DEFAULT_BUDGETS, Budgets, ColdScope, HotScope, Plan, plan_query, search
-from store.rankstats import entry_stats
+from store.postings import index_entries
+from store.reasons import (
+    MAX_COLD_CACHE_BYTES,
+    MAX_COLD_VOCABULARY_BYTES,
+    MAX_ENTRY_CHARS,
+    SOURCE_UNAVAILABLE,
+    STALE_SESSION,
+)
 from store.records import NormalizedEntry, SessionState
 
 __all__ = ["failure", "recall", "stale_pointer"]
 
-STALE_REASON: Final = "stale_session"
 HYDRATION_LIFTS: Final = frozenset(
-    {"max_entry_chars", "max_cold_vocabulary_bytes", "max_cold_cache_bytes"}
+    {MAX_ENTRY_CHARS, MAX_COLD_VOCABULARY_BYTES, MAX_COLD_CACHE_BYTES}
 )
 
 
@@ -189,11 +194,11 @@ def _observe_whole(sessions: Sequence[SessionState], freshness: Freshness) -> _O
             out.odd[s.path] = o.status
         if o.status in ("missing", "unreadable"):
             out.stale += 1
-            out.reasons.add("source_unavailable")
+            out.reasons.add(SOURCE_UNAVAILABLE)
             continue
         if o.status == "changed":
             out.stale += 1
-            out.reasons.add(STALE_REASON)
+            out.reasons.add(STALE_SESSION)
         out.searchable.append(s)
     return out
 
@@ -251,7 +256,7 @@ def view_reasons(
     if hydrated:
         return reasons - HYDRATION_LIFTS
     if not (display_haystack and state.tier == "hot"):
-        reasons.discard("max_entry_chars")
+        reasons.discard(MAX_ENTRY_CHARS)
     return reasons
 
 
@@ -328,13 +333,7 @@ def hydrate(gen: Generation, state: SessionState, branches: str, plan: Plan) -> 
         if shard is not None and _aligned(shard.entries, entries):
             counts, postings = list(shard.token_counts), dict(shard.postings)
         else:
-            tallies: list[dict[str, int]] = []
-            counts = []
-            for e in entries:
-                tally, n = entry_stats(e)
-                tallies.append(tally)
-                counts.append(n)
-            postings = build_postings(tallies)
+            counts, postings = index_entries(entries)
     return ShardData(state, entries, counts, postings, complete_text=True)
 
 
@@ -380,7 +379,7 @@ def recall(
         if observed.status in ("missing", "unreadable"):
             return failure(
                 {
-                    "code": "source_unavailable",
+                    "code": SOURCE_UNAVAILABLE,
                     "message": f"Session source is unavailable: {sole.path}",
                     "sessionFile": sole.path,
                 }
@@ -412,7 +411,7 @@ def recall(
         try:
             shard = hydrate(gen, state, req.branches, plan)
         except RecordUnavailable:
-            reasons.add("source_unavailable")
+            reasons.add(SOURCE_UNAVAILABLE)
         else:
             entry_range = None
             if req.entry_range is not None:
@@ -446,7 +445,7 @@ def recall(
                 index.merge()
             numbers = [index.number[s.path] for s in hot_states if s.path in index.number]
             if len(numbers) < len(hot_states):
-                reasons.add("source_unavailable")
+                reasons.add(SOURCE_UNAVAILABLE)
             hot_scope = HotScope(index, tuple(numbers))
             searched.extend(s for s in hot_states if s.path in index.number)
         if cold_states:
@@ -475,7 +474,7 @@ def recall(
     )
     reasons |= result.reasons
     if result.unavailable:
-        reasons.add("source_unavailable")
+        reasons.add(SOURCE_UNAVAILABLE)
         searched = [s for s in searched if s.path not in result.unavailable]
     incomplete, own = _incomplete(
         searched, req.branches, display_haystack=display_haystack, hydrated=hydrated
@@ -491,12 +490,12 @@ def recall(
     }
     if result.error is not None:
         coverage["error"] = result.error
-    if not display_haystack and not hydrated and "max_entry_chars" not in reasons:
+    if not display_haystack and not hydrated and MAX_ENTRY_CHARS not in reasons:
         # Display text cut to maxEntryChars hides nothing from this search (it covers the
         # complete text); say so apart from the reasons, which are gaps that can hide hits.
         _, shown = _incomplete(searched, req.branches, display_haystack=True, hydrated=False)
-        if "max_entry_chars" in shown:
-            coverage["notes"] = ["max_entry_chars"]
+        if MAX_ENTRY_CHARS in shown:
+            coverage["notes"] = [MAX_ENTRY_CHARS]
     hints = widen_hints(
         gen,
         resolved,

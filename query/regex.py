@@ -52,6 +52,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
+from store.reasons import INVALID_REGEX, REGEX_PATTERN_TOO_LARGE, REGEX_TIMEOUT, REGEX_WORKER_ERROR
+
 __all__ = ["RegexLimits", "RegexOutcome", "RegexRunner"]
 
 _HEADER: Final = struct.Struct("<I")
@@ -69,7 +71,7 @@ _WALL_FLOOR_SECONDS: Final = 5.0
 _TICKS: Final = float(os.sysconf("SC_CLK_TCK")) if hasattr(os, "sysconf") else 100.0
 
 # Runs in the worker: read a frame, compile, test every haystack, write a frame; repeat.
-_WORKER: Final = r"""
+_WORKER_TEMPLATE = r"""
 import marshal, re, struct, sys
 try:
     import resource
@@ -101,15 +103,21 @@ while True:
             rx = re.compile(job[1], re.IGNORECASE)
             answer = ("loaded", None)
         elif rx is None:
-            answer = ("regex_worker_error", "run before load")
+            answer = (WORKER_ERROR, "run before load")
         else:
             answer = ("ok", [i for i, h in enumerate(haystacks) if rx.search(h) is not None])
     except (re.error, OverflowError, ValueError, TypeError, RecursionError) as exc:
-        answer = ("invalid_regex", str(exc))
+        answer = (INVALID, str(exc))
     except MemoryError:
-        answer = ("regex_worker_error", "the regex worker ran out of memory")
+        answer = (WORKER_ERROR, "the regex worker ran out of memory")
     write(answer)
-""".replace("MEMORY_CAP", str(_MEMORY_CAP))
+"""
+# The worker imports nothing of ours (-I -S): its constants are written into its source.
+_WORKER: Final = (
+    _WORKER_TEMPLATE.replace("MEMORY_CAP", str(_MEMORY_CAP))
+    .replace("WORKER_ERROR", repr(REGEX_WORKER_ERROR))
+    .replace("INVALID", repr(INVALID_REGEX))
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -246,7 +254,7 @@ class RegexRunner:
         size = len(pattern.encode("utf-8", "surrogatepass"))
         if size > self.limits.max_pattern_bytes:
             return _error(
-                "regex_pattern_too_large",
+                REGEX_PATTERN_TOO_LARGE,
                 f"Regex pattern is {size} bytes; limit is {self.limits.max_pattern_bytes}.",
             )
         load = marshal.dumps(("load", pattern, list(haystacks)))
@@ -256,7 +264,7 @@ class RegexRunner:
                 try:
                     worker = self._worker = _Worker()
                 except OSError as exc:
-                    return _error("regex_worker_error", f"cannot start the regex worker: {exc}")
+                    return _error(REGEX_WORKER_ERROR, f"cannot start the regex worker: {exc}")
             try:
                 worker.wait_ready()
                 worker.send(load)
@@ -277,18 +285,18 @@ class RegexRunner:
                     answer = loaded
             except (OSError, EOFError, ValueError, struct.error, _WorkerFailed) as exc:
                 self._replace(worker)
-                return _error("regex_worker_error", f"the regex worker failed: {exc}")
+                return _error(REGEX_WORKER_ERROR, f"the regex worker failed: {exc}")
             if answer is None:
                 self._replace(worker)
                 return _error(
-                    "regex_timeout", f"Regex execution exceeded {self.limits.timeout_ms} ms."
+                    REGEX_TIMEOUT, f"Regex execution exceeded {self.limits.timeout_ms} ms."
                 )
         status, body = answer
         if status == "ok" and isinstance(body, list) and all(isinstance(i, int) for i in body):
             return RegexOutcome(tuple(body))
-        if status in ("invalid_regex", "regex_worker_error") and isinstance(body, str):
+        if status in (INVALID_REGEX, REGEX_WORKER_ERROR) and isinstance(body, str):
             return _error(status, body)
-        return _error("regex_worker_error", "Regex worker returned an invalid result.")
+        return _error(REGEX_WORKER_ERROR, "Regex worker returned an invalid result.")
 
     def _replace(self, worker: _Worker) -> None:
         """Kill *worker* and start its successor now, while no query waits for it."""

@@ -17,6 +17,7 @@ from typing import Any, Final
 
 import orjson
 
+from store.reasons import MAX_ENTRY_CHARS
 from store.tokens import normalize_text, unique_terms
 
 __all__ = ["mark_terms", "printable", "render"]
@@ -123,7 +124,7 @@ def _coverage(coverage: dict[str, Any]) -> str:
         error = coverage.get("error")
         if error:
             text += f"\n  {error['code']}: {error['message']}"
-    if "max_entry_chars" in coverage.get("notes", []):
+    if MAX_ENTRY_CHARS in coverage.get("notes", []):
         text += (
             "\n  (some entries are shown cut to maxEntryChars; the search read their whole text)"
         )

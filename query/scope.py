@@ -19,6 +19,7 @@ Claude sidechain never competes with its parent transcript.
 from __future__ import annotations
 
 import os
+import tempfile
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -28,14 +29,11 @@ from typing import Any, Final
 from query.args import Scope
 from query.changes import Batch, Changes
 from query.generation import Generation, order_key
+from store.reasons import SOURCE_UNREADABLE, STALE_SESSION
 from store.records import AGENTS, SessionState
-from store.sources import SessionFiles, folder_names
+from store.sources import HOME, TMPDIR, SessionFiles, folder_names
 
 __all__ = ["Listings", "Resolved", "Target", "resolve_scope", "resolve_target", "widen_hints"]
-
-STALE = "stale_session"
-# A folder under a root that cannot be listed: whatever sessions it holds are out of reach.
-UNREADABLE = "source_unreadable"
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,7 +166,7 @@ def resolve_target(
     if skipped is not None:
         return Target(unindexed=Unindexed(real, skipped.agent, skipped.reason))
     if os.path.isfile(real):
-        return Target(unindexed=Unindexed(real, "", STALE, stale=True))
+        return Target(unindexed=Unindexed(real, "", STALE_SESSION, stale=True))
     return Target(
         error={
             "code": "session_not_found",
@@ -229,6 +227,16 @@ def project_roots(gen: Generation, forms: Sequence[str]) -> tuple[list[str], lis
     return roots, exact
 
 
+def _bases() -> dict[str, list[str]]:
+    """Where ``~`` and ``$TMPDIR`` are for ``ProjectFolder`` rules, each as given and as its
+    real path (a writer may name either): the writer's own user runs here."""
+    out: dict[str, list[str]] = {}
+    for base, path in ((HOME, os.path.expanduser("~")), (TMPDIR, tempfile.gettempdir())):
+        real = os.path.realpath(path)
+        out[base] = [path] if real == path else [path, real]
+    return out
+
+
 def _project_dirs(
     gen: Generation, forms: Sequence[str], agent: str | None
 ) -> list[tuple[str, str]]:
@@ -239,7 +247,7 @@ def _project_dirs(
     for name, root in gen.manifest.roots.items():
         if agent is not None and name != agent:
             continue
-        folders = folder_names(gen.source(name).folders, forms)
+        folders = folder_names(gen.source(name).folders, forms, _bases())
         out.extend((name, os.path.join(root, folder)) for folder in sorted(folders))
     return out
 
@@ -477,9 +485,9 @@ def _unseen(
                         continue
                 except OSError:
                     continue
-            out.append(Unindexed(path, agent, STALE, stale=True))
+            out.append(Unindexed(path, agent, STALE_SESSION, stale=True))
         # Not stale (nothing says it changed), but an empty answer cannot vouch for it.
-        out += [Unindexed(f, agent, UNREADABLE) for f in unreadable]
+        out += [Unindexed(f, agent, SOURCE_UNREADABLE) for f in unreadable]
     return out
 
 

@@ -31,12 +31,23 @@ from query.args import Filters
 from query.generation import ColdSession, HotIndex, RecordUnavailable, ShardData
 from query.lexicon import ColdLexicon, ScopePlaces, flag_of
 from query.literals import Clauses, fold, required
-from query.postings import decode_pairs
 from query.prefix import expand, prefixes_of
 from query.regex import RegexLimits, RegexRunner
 from query.vocabulary import TermIndex, blob_contains, blob_terms
 from store.lexicon import LexiconSegment
+from store.postings import decode_pairs
 from store.rankstats import BUCKET_BITS, split
+from store.reasons import (
+    CANDIDATE_DIGEST_BUDGET,
+    CANDIDATE_ENTRY_BUDGET,
+    CANDIDATE_ITEM_BUDGET,
+    COLD_ALL_TERMS_REQUIRES_HYDRATION,
+    COLD_PHRASE_REQUIRES_HYDRATION,
+    COLD_STRUCTURAL_FILTER_REQUIRES_HYDRATION,
+    PREFIX_EXPANSION_LIMIT,
+    REGEX_MAX_HAYSTACK_BYTES,
+    REGEX_MAX_HAYSTACK_TERMS,
+)
 from store.records import NormalizedEntry
 from store.tokens import normalize_text, unique_terms
 
@@ -1031,10 +1042,10 @@ def _build_haystack(
         if n < 0:
             n = len(text.encode("utf-8", "surrogatepass"))
         if len(haystacks) >= limits.max_haystack_terms:
-            out.reasons.add("regex_max_haystack_terms")
+            out.reasons.add(REGEX_MAX_HAYSTACK_TERMS)
             return False
         if size + n > limits.max_haystack_bytes:
-            out.reasons.add("regex_max_haystack_bytes")
+            out.reasons.add(REGEX_MAX_HAYSTACK_BYTES)
             return False
         size += n
         return True
@@ -1125,7 +1136,7 @@ def _regex(
             for d in term_holders[i - hot_count]:
                 hits_per_digest[d] = hits_per_digest.get(d, 0) + 1
     if len(located) > budgets.entries:
-        result.reasons.add("candidate_entry_budget")
+        result.reasons.add(CANDIDATE_ENTRY_BUDGET)
         located = located[: budgets.entries]
     sessions: list[SessionItem] = []
     for d in sorted(hits_per_digest):
@@ -1133,10 +1144,10 @@ def _regex(
         n = hits_per_digest[d]
         sessions.append(SessionItem(c, float(n), n, structural))
     if len(sessions) > budgets.digests:
-        result.reasons.add("candidate_digest_budget")
+        result.reasons.add(CANDIDATE_DIGEST_BUDGET)
         sessions = sessions[: budgets.digests]
     if sessions and filters.any:
-        result.reasons.add("cold_structural_filter_requires_hydration")
+        result.reasons.add(COLD_STRUCTURAL_FILTER_REQUIRES_HYDRATION)
     return [*located, *sessions]
 
 
@@ -1154,7 +1165,7 @@ def _expanded(
             term_index=cold.terms[0] if cold is not None and cold.terms is not None else None,
         )
         if not complete:
-            result.reasons.add("prefix_expansion_limit")
+            result.reasons.add(PREFIX_EXPANSION_LIMIT)
         terms.extend(found)
     return replace(plan, terms=tuple(dict.fromkeys(terms)), prefixes=())
 
@@ -1200,7 +1211,7 @@ def search(
         if hot is not None:
             cand = _select(hot, filters, budgets.entries)
             if cand.exceeded:
-                result.reasons.add("candidate_entry_budget")
+                result.reasons.add(CANDIDATE_ENTRY_BUDGET)
             if plan.kind == "literal":
                 hot_found = _hot_found(hot, cand, plan)
                 idf_model = _hot_idf(cand, hot_found)
@@ -1221,7 +1232,7 @@ def search(
             items.extend(_hot_literal(hot, hot_found, idf_model.values(), plan, filters))
     total = len(items) + pruned
     if total > budgets.items:
-        result.reasons.add("candidate_item_budget")
+        result.reasons.add(CANDIDATE_ITEM_BUDGET)
         total = budgets.items
     want = total if keep is None else min(total, max(keep, 0))
     rank = _browse_rank if plan.kind == "browse" else _rank
@@ -1262,7 +1273,7 @@ def _cold(
     if plan.kind == "browse":
         score = 1.0 if filters.any else 0.0
         if len(eligible) > budgets.digests:
-            result.reasons.add("candidate_digest_budget")
+            result.reasons.add(CANDIDATE_DIGEST_BUDGET)
         count = min(len(eligible), budgets.digests)
         # one score for all: scope order is rank order
         first = count if keep is None else min(count, max(keep, 0))
@@ -1270,7 +1281,7 @@ def _cold(
     if plan.kind == "phrase" and not plan.terms:
         # Punctuation-only phrase: a vocabulary cannot hold it, so only hydration can tell.
         if eligible:
-            result.reasons.add("cold_phrase_requires_hydration")
+            result.reasons.add(COLD_PHRASE_REQUIRES_HYDRATION)
         return [], 0
     found, count, complete = _cold_terms(
         cold,
@@ -1285,12 +1296,12 @@ def _cold(
         result,
     )
     if not complete:
-        result.reasons.add("candidate_digest_budget")
+        result.reasons.add(CANDIDATE_DIGEST_BUDGET)
     if count:
         if plan.kind == "phrase":
-            result.reasons.add("cold_phrase_requires_hydration")
+            result.reasons.add(COLD_PHRASE_REQUIRES_HYDRATION)
         elif plan.match == "all" and len(plan.terms) > 1:
-            result.reasons.add("cold_all_terms_requires_hydration")
+            result.reasons.add(COLD_ALL_TERMS_REQUIRES_HYDRATION)
         if filters.any:
-            result.reasons.add("cold_structural_filter_requires_hydration")
+            result.reasons.add(COLD_STRUCTURAL_FILTER_REQUIRES_HYDRATION)
     return found, count

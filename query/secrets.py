@@ -27,6 +27,7 @@ from query.generation import Generation, RecordUnavailable
 from query.recall import stale_pointer
 from query.scope import resolve_scope, resolve_target
 from query.u16 import u16slice
+from store.reasons import SOURCE_UNAVAILABLE
 from store.records import NormalizedEntry
 from store.redact import PLACEHOLDER, Redactor, fingerprint_of
 
@@ -124,7 +125,7 @@ def reveal(
         return {
             **result,
             "entries": [],
-            "error": {"code": "source_unavailable", "message": message},
+            "error": {"code": SOURCE_UNAVAILABLE, "message": message},
         }
     actual = blake3.blake3(data).hexdigest()
     if len(data) != state.size or actual != state.source_hash:

@@ -60,7 +60,7 @@ from query.transport import (
 )
 from store.config import Config
 from store.errors import SnapshotMissing, StoreError
-from store.exits import EXIT_BUSY
+from store.exits import EXIT_BUSY, EXIT_FAILED, EXIT_OK, EXIT_USAGE
 from store.reader import read_current
 
 __all__ = ["AlreadyServing", "QueryServer", "ServeOptions"]
@@ -444,7 +444,7 @@ def run_serve(ns: Any) -> int:
             raise ConfigError("--max-request-bytes must be at least 1024")
     except ConfigError as exc:
         sys.stderr.write(f"query: {exc}\n")
-        return 2
+        return EXIT_USAGE
     server = QueryServer(
         config,
         ServeOptions(
@@ -461,7 +461,7 @@ def run_serve(ns: Any) -> int:
         return EXIT_BUSY
     except OSError as exc:
         sys.stderr.write(f"query: cannot serve {server.path}: {exc}\n")
-        return 1
+        return EXIT_FAILED
     http = None
     if getattr(ns, "http", None) is not None:
         from query.ui.run import start_beside
@@ -472,7 +472,7 @@ def run_serve(ns: Any) -> int:
             sys.stderr.write(f"query: cannot serve the web UI on port {ns.http}: {exc}\n")
             server.shutdown()
             server.serve_forever()  # releases the socket and the lock
-            return 1
+            return EXIT_FAILED
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: server.shutdown())
     try:
@@ -480,4 +480,4 @@ def run_serve(ns: Any) -> int:
     finally:
         if http is not None:
             http.stop()
-    return 0
+    return EXIT_OK

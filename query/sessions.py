@@ -21,9 +21,9 @@ from typing import Any, Final
 from query.args import SessionsRequest
 from query.freshness import Freshness
 from query.generation import Generation, RecordUnavailable
-from query.recall import STALE_REASON
 from query.scope import resolve_scope, widen_hints
 from query.u16 import bounded
+from store.reasons import MAX_ENTRY_CHARS, SOURCE_UNAVAILABLE, STALE_SESSION
 from store.records import NormalizedEntry, SessionState
 
 __all__ = ["glance", "sessions"]
@@ -110,11 +110,11 @@ def sessions(
         observed = freshness.observe(state)
         if observed.status in ("missing", "unreadable"):
             stale += 1
-            reasons.add("source_unavailable")
+            reasons.add(SOURCE_UNAVAILABLE)
         elif observed.status == "changed":
             stale += 1
-            reasons.add(STALE_REASON)
-        own = set(state.view(req.branches).reasons) - {"max_entry_chars"}
+            reasons.add(STALE_SESSION)
+        own = set(state.view(req.branches).reasons) - {MAX_ENTRY_CHARS}
         if own:
             incomplete += 1
             reasons |= own

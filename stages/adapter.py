@@ -1,8 +1,8 @@
 """A source adapter: everything sessiondex knows about one agent's session files, in one value.
 
 Each agent is one folder ``stages/<agent>/`` whose ``adapter.py`` holds ``ADAPTER``; the
-registry (``store.agents``) names that module, and ``stages.agents`` loads it. The pipeline and
-the query side never name an agent: they ask its adapter.
+registry (``store.agents``) names the agent, and ``stages.agents`` loads its ``adapter.py``.
+The pipeline and the query side never name an agent: they ask its adapter.
 
 ::
 

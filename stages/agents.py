@@ -1,8 +1,8 @@
 """The registered adapters (``store.agents``), loaded: the one way any stage or the pipeline
 reaches an agent's code.
 
-``adapter(name)`` imports the module the registry names on first use and checks that it holds
-an ``Adapter`` of that name; an unregistered name is ``BadInput``.
+``adapter(name)`` imports ``stages.<name>.adapter`` for a registered *name* on first use and
+checks that it holds an ``Adapter`` of that name; an unregistered name is ``BadInput``.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from collections.abc import Mapping
 
 from stages.adapter import Adapter
 from stages.errors import BadInput
-from store.agents import ADAPTERS, agent_names
+from store.agents import agent_names
 
 __all__ = ["adapter", "adapters", "default_roots"]
 
@@ -24,14 +24,12 @@ def adapter(name: str) -> Adapter:
     found = _LOADED.get(name)
     if found is not None:
         return found
-    try:
-        module = ADAPTERS[name]
-    except KeyError:
+    if name not in agent_names():
         expected = ", ".join(agent_names())
-        raise BadInput(f"unknown agent {name!r}; expected one of {expected}") from None
-    loaded = getattr(importlib.import_module(module), "ADAPTER", None)
+        raise BadInput(f"unknown agent {name!r}; expected one of {expected}")
+    loaded = getattr(importlib.import_module(f"stages.{name}.adapter"), "ADAPTER", None)
     if not isinstance(loaded, Adapter) or loaded.name != name:
-        raise BadInput(f"{module} must define ADAPTER, an Adapter named {name!r}")
+        raise BadInput(f"stages/{name}/adapter.py must define ADAPTER, an Adapter named {name!r}")
     _LOADED[name] = loaded
     return loaded
 

@@ -21,6 +21,7 @@ from typing import Any
 
 import orjson
 
+from store.reasons import DUPLICATE_ENTRY_ID, DUPLICATE_OPERATION_ADDRESS
 from store.records import NormalizedEntry
 from store.redact import clear_cut
 
@@ -318,10 +319,10 @@ def duplicate_reasons(entries: Iterable[NormalizedEntry]) -> set[str]:
     for entry in entries:
         if entry.entry_id is not None:
             if entry.entry_id in entry_ids:
-                reasons.add("duplicate_entry_id")
+                reasons.add(DUPLICATE_ENTRY_ID)
             entry_ids.add(entry.entry_id)
         if entry.operation_address is not None:
             if entry.operation_address in addresses:
-                reasons.add("duplicate_operation_address")
+                reasons.add(DUPLICATE_OPERATION_ADDRESS)
             addresses.add(entry.operation_address)
     return reasons

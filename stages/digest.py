@@ -12,7 +12,6 @@ regex answers, whose haystack is the display text.
 
 from __future__ import annotations
 
-from array import array
 from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, replace
@@ -22,7 +21,14 @@ from stages.normalized import NormalizeResult
 from stages.policy import Policy
 from stages.source import SourceSession
 from store.codec import encode
-from store.rankstats import entry_stats, session_term_stats, term_stats_bytes
+from store.postings import index_entries
+from store.rankstats import session_term_stats, term_stats_bytes
+from store.reasons import (
+    MAX_COLD_CACHE_BYTES,
+    MAX_COLD_VOCABULARY_BYTES,
+    MAX_ENTRY_CHARS,
+    RECORD_REASONS,
+)
 from store.records import (
     Address,
     ColdDigest,
@@ -38,7 +44,6 @@ from store.tokens import tokenize
 
 __all__ = [
     "MAX_FILES_TOUCHED",
-    "RECORD_REASONS",
     "SessionFold",
     "ViewInput",
     "address_of",
@@ -151,29 +156,20 @@ def _display(
 
 
 def build_shard(fold: SessionFold, views: Sequence[ViewInput], policy: Policy) -> HotShard:
-    """A hot shard: display entries plus postings over the complete texts."""
+    """A hot shard: display entries plus postings over the complete texts
+    (``store.postings.index_entries``, as the query side indexes a hydrated session)."""
     shard_views: list[ShardView] = []
     for v in _distinct(views):
         entries, cut = _display(v.normalized.entries, policy.max_entry_chars)
-        postings: dict[str, array[int]] = {}
-        lengths: list[int] = []
-        for pos, entry in enumerate(v.normalized.entries):
-            counts, length = entry_stats(entry)
-            lengths.append(length)
-            for term, tf in counts.items():
-                arr = postings.get(term)
-                if arr is None:
-                    postings[term] = arr = array("I")
-                arr.append(pos)
-                arr.append(tf)
+        lengths, postings = index_entries(v.normalized.entries)
         shard_views.append(
             ShardView(
                 branches=v.branches,
                 lineage_fingerprint=v.lineage.fingerprint,
                 entries=tuple(entries),
                 token_counts=tuple(lengths),
-                postings={t: _le_bytes(a) for t, a in sorted(postings.items())},
-                reasons=_reasons(fold, v, ["max_entry_chars"] if cut else []),
+                postings=postings,
+                reasons=_reasons(fold, v, [MAX_ENTRY_CHARS] if cut else []),
             )
         )
     return HotShard(
@@ -185,17 +181,6 @@ def build_shard(fold: SessionFold, views: Sequence[ViewInput], policy: Policy) -
         policy=fold.policy,
         views=tuple(shard_views),
     )
-
-
-# Postings are little-endian on disk; checked once, not per term.
-_NATIVE_IS_LE = array("I", [1]).tobytes() == b"\x01\x00\x00\x00"
-
-
-def _le_bytes(a: array[int]) -> bytes:
-    if not _NATIVE_IS_LE:  # pragma: no cover - big-endian hosts
-        a = array("I", a)
-        a.byteswap()
-    return a.tobytes()
 
 
 def address_of(e: NormalizedEntry) -> Address:
@@ -304,7 +289,7 @@ def build_digest(fold: SessionFold, views: Sequence[ViewInput], policy: Policy) 
                 f = f.strip()
                 if f and len(files) < MAX_FILES_TOUCHED:
                     files.setdefault(f, None)
-        extra = ["max_cold_vocabulary_bytes"] if vocab_capped else []
+        extra = [MAX_COLD_VOCABULARY_BYTES] if vocab_capped else []
         cold_views.append(
             ColdView(
                 branches=v.branches,
@@ -345,7 +330,7 @@ def _fit(digest: ColdDigest, cap: int) -> ColdDigest:
 
     views = list(digest.views)
     for i, view in enumerate(views):
-        reasons = tuple(sorted(set(view.reasons) | {"max_cold_cache_bytes"}))
+        reasons = tuple(sorted(set(view.reasons) | {MAX_COLD_CACHE_BYTES}))
         views[i] = replace(view, reasons=reasons)
     # Trim the views in order; a later view is emptied first so "active" keeps the most.
     for i in reversed(range(len(views))):
@@ -401,7 +386,6 @@ def _longest(size: int, fits: Callable[[int], bool]) -> int:
 
 
 # Reasons a record adds on top of lineage and normalization (display cut, digest caps).
-RECORD_REASONS = frozenset({"max_entry_chars", "max_cold_vocabulary_bytes", "max_cold_cache_bytes"})
 
 
 def summarize(

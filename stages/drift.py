@@ -20,10 +20,10 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
-__all__ = ["NO_ENTRIES", "UNKNOWN_RECORD_TYPE", "Drift", "holds_text", "versioned"]
+from store.reasons import UNKNOWN_RECORD_TYPE
 
-UNKNOWN_RECORD_TYPE: Final = "unknown_record_type"
-NO_ENTRIES: Final = "no_entries"
+__all__ = ["Drift", "holds_text", "versioned"]
+
 _TEXT_KEYS: Final = ("message", "content", "text")
 
 

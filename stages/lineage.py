@@ -29,6 +29,7 @@ from blake3 import blake3
 
 from stages.errors import BadInput
 from stages.source import SourceRecord, SourceSession
+from store.reasons import BRIDGED_PARENT, DANGLING_PARENT, INVALID_PARENT_GRAPH
 
 __all__ = ["BRANCH_MODES", "Lineage", "fingerprint", "fingerprint_payload", "lineage"]
 
@@ -119,15 +120,15 @@ def _active(records: Sequence[SourceRecord]) -> Lineage:
                 at_position = {r.position: r for r in by_id.values()}
             k = bisect_left(before, current.position)
             if k == 0:
-                reasons.append("dangling_parent")
+                reasons.append(DANGLING_PARENT)
                 break
             parent = at_position[before[k - 1]]
-            if "bridged_parent" not in reasons:
-                reasons.append("bridged_parent")
+            if BRIDGED_PARENT not in reasons:
+                reasons.append(BRIDGED_PARENT)
         parent_id = parent.id
         assert parent_id is not None  # a key of by_id
         if parent_id in seen:
-            reasons.append("invalid_parent_graph")
+            reasons.append(INVALID_PARENT_GRAPH)
             break
         walked.append(parent_id)
         seen.add(parent_id)

@@ -27,12 +27,12 @@ from dataclasses import replace
 
 from stages.agents import adapter
 from stages.common import cut_text, duplicate_reasons
-from stages.drift import NO_ENTRIES
 from stages.lineage import Lineage
 from stages.normalized import EntryMemo, NormalizeResult
 from stages.policy import Policy
 from stages.redaction import redact_entries
 from stages.source import SourceSession
+from store.reasons import NO_ENTRIES
 from store.records import NormalizedEntry
 
 __all__ = ["cut_text", "empty_reasons", "normalize"]

@@ -24,7 +24,7 @@ class NormalizeResult:
 class EntryMemo:
     """What a normalizer made of records it saw before, keyed by the records themselves.
 
-    The in-memory append path (``pipeline.rederive``) normalizes a growing session again at
+    The in-memory append path (``stages.rederive``) normalizes a growing session again at
     every appended line; with a memo only the new records, and a reply a new line continues,
     cost any work, instead of every record of the history. A cache only: a normalizer returns
     the same entries with or without it. Keys hold ``id()`` of records, so each value pins the

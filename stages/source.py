@@ -13,6 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from store.reasons import MALFORMED_LINE, REPAIRED_LINE
+
 __all__ = ["ParseResult", "RawRecord", "SourceRecord", "SourceSession", "parse_reasons"]
 
 
@@ -99,7 +101,7 @@ def parse_reasons(parsed: ParseResult) -> set[str]:
     line held no object, ``repaired_line`` when one was recovered by the lenient repair."""
     reasons: set[str] = set()
     if parsed.malformed_lines:
-        reasons.add("malformed_line")
+        reasons.add(MALFORMED_LINE)
     if parsed.repaired_lines:
-        reasons.add("repaired_line")
+        reasons.add(REPAIRED_LINE)
     return reasons

@@ -1,14 +1,24 @@
 """Posting lists as stored: little-endian uint32 ``(entry position, tf)`` pairs, positions
-ascending. Shared by the pipeline (which folds delta records) and the query side (which
-reads them), so both cut a list the same way."""
+ascending, one list per term.
+
+The one place they are built (``index_entries``: the digest stage for a hot shard, the query
+side for a hydrated cold session), encoded, cut (``trim_pairs``: a delta replaced the last
+entries) and moved (``shift_pairs``: a delta's positions behind its base); ``store.deltas``
+folds them with these. Decoding goes through ``array('I')``: one C-level copy, no per-pair
+objects until a caller iterates.
+"""
 
 from __future__ import annotations
 
 import sys
 from array import array
+from collections.abc import Iterable
 from typing import Final
 
-__all__ = ["decode_pairs", "encode_pairs", "trim_pairs"]
+from store.rankstats import entry_stats
+from store.records import NormalizedEntry
+
+__all__ = ["decode_pairs", "encode_pairs", "index_entries", "shift_pairs", "trim_pairs"]
 
 _BIG_ENDIAN: Final = sys.byteorder == "big"
 assert array("I").itemsize == 4, "uint32 postings need a 4-byte array('I')"
@@ -39,3 +49,30 @@ def trim_pairs(data: bytes, cut: int) -> bytes:
     while n and pairs[n - 2] >= cut:
         n -= 2
     return data[: n // 2 * _PAIR]
+
+
+def shift_pairs(data: bytes, offset: int) -> bytes:
+    """The same postings with every position moved *offset* entries later."""
+    if not offset:
+        return data
+    pairs = decode_pairs(data)
+    for i in range(0, len(pairs), 2):
+        pairs[i] += offset
+    return encode_pairs(pairs)
+
+
+def index_entries(entries: Iterable[NormalizedEntry]) -> tuple[list[int], dict[str, bytes]]:
+    """The packed token counts (``store.rankstats.entry_stats``) of *entries* and their
+    postings over the *complete* texts, terms in sorted order (position = entry order)."""
+    lengths: list[int] = []
+    lists: dict[str, array[int]] = {}
+    for pos, entry in enumerate(entries):
+        counts, length = entry_stats(entry)
+        lengths.append(length)
+        for term, tf in counts.items():
+            arr = lists.get(term)
+            if arr is None:
+                lists[term] = arr = array("I")
+            arr.append(pos)
+            arr.append(tf)
+    return lengths, {t: encode_pairs(a) for t, a in sorted(lists.items())}

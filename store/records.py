@@ -607,8 +607,10 @@ class Manifest:
             list(self.reasons),
             list(self.chunks),
             list(self.lexicon),
-            {a: spec.to_wire() for a, spec in sorted(self.sources.items())},
-        ]
+            # Only when set: a manifest without source facts keeps the bytes it always had.
+            *([{a: spec.to_wire() for a, spec in sorted(self.sources.items())}]
+              if self.sources else []),
+        ]  # fmt: skip
 
     @classmethod
     def from_wire(cls, w: Wire) -> Manifest:
@@ -623,7 +625,9 @@ class Manifest:
             tuple(w[7]),
             tuple(w[8]) if len(w) > 8 else (),
             tuple(w[9]) if len(w) > 9 else (),
-            {a: SourceSpec.from_wire(spec) for a, spec in w[10].items()} if len(w) > 10 else {},
+            {a: SourceSpec.from_wire(spec) for a, spec in dict(w[10]).items()}
+            if len(w) > 10
+            else {},
         )
 
     def records(self) -> set[str]:

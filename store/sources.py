@@ -10,10 +10,8 @@ rule discovery used.
 
 from __future__ import annotations
 
-import os
 import re
-import tempfile
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fnmatch import translate
 from functools import cached_property
@@ -31,7 +29,7 @@ __all__ = [
     "session_stem",
 ]
 
-# ProjectFolder bases resolved where the folder is looked for (the writer's own user runs there).
+# ProjectFolder bases the caller resolves (``folder_names``), where the writer's user runs.
 HOME: Final = "~"
 TMPDIR: Final = "$TMPDIR"
 ABSOLUTE: Final = "/"
@@ -62,6 +60,8 @@ class SessionFiles:
     def __post_init__(self) -> None:
         if not self.patterns:
             raise ValueError("SessionFiles needs at least one pattern")
+        if not all(isinstance(p, str) and p for p in (*self.patterns, *self.whole)):
+            raise ValueError(f"SessionFiles patterns must be non-empty strings: {self.patterns}")
         stray = [p for p in self.whole if p not in self.patterns]
         if stray:
             raise ValueError(f"whole patterns must also be session patterns: {stray}")
@@ -103,9 +103,10 @@ class ProjectFolder:
         name = prefix + re.sub(unsafe, "-", relative) + suffix      (``bare`` when relative is "")
 
     ``relative`` is the cwd relative to ``base``: ``"~"`` the home folder, ``"$TMPDIR"`` the temp
-    folder, ``"/"`` the filesystem root (leading separators dropped), ``""`` the whole cwd as it
-    is. A rule applies when the cwd lies under its base; a writer's first rule that applies
-    names the folder (``folder_names``). These are path names, never prose.
+    folder (the caller says where those are), ``"/"`` any cwd with its leading separators
+    dropped, ``""`` the whole cwd as it is. A rule applies when the cwd lies under its base; a
+    writer's first rule that applies names the folder (``folder_names``). These are path
+    names, never prose.
     """
 
     base: str
@@ -117,19 +118,27 @@ class ProjectFolder:
     def __post_init__(self) -> None:
         if self.base not in _BASES:
             raise ValueError(f"ProjectFolder base must be one of {_BASES}, got {self.base!r}")
-        re.compile(self.unsafe)
+        texts = (self.prefix, self.suffix, self.unsafe)
+        if not all(isinstance(t, str) for t in texts) or not isinstance(self.bare, str | None):
+            raise ValueError(f"ProjectFolder names are strings: {self!r}")
+        try:
+            re.compile(self.unsafe)
+        except re.error as exc:
+            raise ValueError(f"ProjectFolder unsafe is not a pattern: {exc}") from exc
 
-    def relative(self, cwd: str) -> str | None:
-        """*cwd* relative to this rule's base, or None when the rule does not apply to it."""
+    def relative(self, cwd: str, bases: Mapping[str, Sequence[str]]) -> str | None:
+        """*cwd* relative to this rule's base (``bases``: where ``~`` and ``$TMPDIR`` are, each
+        as given and as its real path), or None when the rule does not apply to it."""
         if self.base == WHOLE_PATH:
             return cwd
         if self.base == ABSOLUTE:
             return cwd.lstrip("/\\")
-        for base in _resolved(self.base):
-            if cwd == base:
+        for base in bases.get(self.base, ()):
+            top = base.rstrip("/")
+            if cwd in (base, top):
                 return ""
-            if cwd.startswith(base.rstrip(os.sep) + os.sep):
-                return cwd[len(base.rstrip(os.sep)) + 1 :]
+            if top and cwd.startswith(top + "/"):
+                return cwd[len(top) + 1 :]
         return None
 
     def name(self, relative: str) -> str:
@@ -145,22 +154,14 @@ class ProjectFolder:
         return cls(w[0], w[1], w[2], w[3], w[4])
 
 
-def _resolved(base: str) -> list[str]:
-    """The home or temp folder as given and as its real path (a writer may use either)."""
-    path = os.path.expanduser("~") if base == HOME else tempfile.gettempdir()
-    out = [path]
-    real = os.path.realpath(path)
-    if real != path:
-        out.append(real)
-    return out
-
-
-def folder_names(rules: Sequence[ProjectFolder], forms: Iterable[str]) -> set[str]:
+def folder_names(
+    rules: Sequence[ProjectFolder], forms: Iterable[str], bases: Mapping[str, Sequence[str]]
+) -> set[str]:
     """The folder names a writer with *rules* gives the cwd, for each of its *forms*."""
     names: set[str] = set()
     for cwd in forms:
         for rule in rules:
-            relative = rule.relative(cwd)
+            relative = rule.relative(cwd, bases)
             if relative is not None:
                 names.add(rule.name(relative))
                 break
@@ -184,5 +185,5 @@ class SourceSpec:
 
 def session_stem(name: str) -> str:
     """A session file's name without its extension (how a session can be named in a scope)."""
-    stem, _ = os.path.splitext(name)
-    return stem or name
+    stem, dot, _ = name.rpartition(".")
+    return stem if dot and stem.strip(".") else name

@@ -200,7 +200,7 @@ def generated(
 
     Returns (CorpusManifest, Config); the config file is ``base/config.toml``.
     """
-    from pipeline.corpus import generate
+    from devtools.corpus import generate
 
     out = base / "corpus"
     manifest = generate(

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from query.errors import QueryError
 from query.ui.answer import Answerer, LocalAnswerer, ServerAnswerer
 from query.ui.app import UiSettings, build_app
+from store.exits import EXIT_FAILED, EXIT_OK, EXIT_USAGE
 
 if TYPE_CHECKING:
     import uvicorn
@@ -150,10 +151,10 @@ def run_ui(ns: Any) -> int:
         sock = bind_loopback(ns.host, ns.port)
     except (ConfigError, NotLoopback, ValueError) as exc:
         sys.stderr.write(f"query: {exc}\n")
-        return 2
+        return EXIT_USAGE
     except OSError as exc:
         sys.stderr.write(f"query: cannot listen on {ns.host}:{ns.port}: {exc}\n")
-        return 1
+        return EXIT_FAILED
     configure_for_long_life()
     logging.basicConfig(
         level=logging.WARNING, format="%(asctime)s query ui: %(message)s", stream=sys.stderr
@@ -176,4 +177,4 @@ def run_ui(ns: Any) -> int:
         ui.run()
     finally:
         answer.close()
-    return 0
+    return EXIT_OK

@@ -55,6 +55,7 @@ from typing import Any
 
 from stages.claude.known import claude_drift
 from stages.source import ParseResult, RawRecord, SourceRecord, SourceSession, parse_reasons
+from store.reasons import BRIDGED_PARENT
 
 __all__ = ["AGENT", "LEAF_TYPES", "read_claude"]
 
@@ -92,7 +93,7 @@ def read_claude(
     sidechain = [(not subagent_file) and r.value.get("isSidechain") is True for r in raws]
     parents, bridged = _thread(raws, sidechain)
     if bridged:
-        reasons.add("bridged_parent")
+        reasons.add(BRIDGED_PARENT)
     records = tuple(_record(i, raw, parents[i], sidechain[i]) for i, raw in enumerate(raws))
     extra: dict[str, Any] = {"bridged_parents": bridged}
     if subagent_file:

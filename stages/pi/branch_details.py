@@ -35,6 +35,7 @@ from stages.pi.fabric import (
     non_negative_int,
     optional_str,
 )
+from store.reasons import DUPLICATE_BRANCH_FACT_ADDRESS, DUPLICATE_OPERATION_ADDRESS
 from store.records import NormalizedEntry
 
 __all__ = [
@@ -253,9 +254,9 @@ def branch_children(
         return [], set()
     duplicate = _duplicate_fact(details.facts)
     if duplicate is not None:
-        reasons = {"duplicate_branch_fact_address"}
+        reasons = {DUPLICATE_BRANCH_FACT_ADDRESS}
         if duplicate.get("kind") == "operation":
-            reasons.add("duplicate_operation_address")
+            reasons.add(DUPLICATE_OPERATION_ADDRESS)
         return [], reasons
     children = []
     for fact in details.facts:

@@ -37,6 +37,7 @@ from blake3 import blake3
 
 from stages.drift import Drift
 from stages.source import ParseResult, SourceRecord, SourceSession, parse_reasons
+from store.reasons import MISSING_SESSION_HEADER
 
 __all__ = [
     "KNOWN_BLOCKS",
@@ -112,7 +113,7 @@ def read_pi_format(parsed: ParseResult, path: str, *, agent: str, known: Known) 
     header_index = next((i for i, r in enumerate(raws) if r.value.get("type") == _HEADER), None)
     header = raws[header_index].value if header_index is not None else None
     if header_index != 0:
-        reasons.add("missing_session_header")
+        reasons.add(MISSING_SESSION_HEADER)
     head: dict[str, Any] = header or {}
 
     session_id: str = _str(head.get("id")) or PurePath(path).stem
@@ -180,7 +181,7 @@ def tail_ready(session: SourceSession) -> bool:
     return (
         session.version >= 2
         and session.header is not None
-        and "missing_session_header" not in session.reasons
+        and MISSING_SESSION_HEADER not in session.reasons
     )
 
 

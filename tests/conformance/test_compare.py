@@ -2,13 +2,7 @@
 
 from __future__ import annotations
 
-import sys
-
-from tests.helpers import ROOT
-
-sys.path.insert(0, str(ROOT / "ops"))
-
-from conformance_lib.cli import compare  # noqa: E402
+from devtools.conformance.cli import compare
 
 
 def report(version: str, outcome: str, types: dict[str, int]) -> dict[str, object]:

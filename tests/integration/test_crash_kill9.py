@@ -23,11 +23,11 @@ import pytest
 
 from pipeline.indexer import build_index
 from pipeline.status import collect_status
-from pipeline.testing import LivePipeline, pid_gone, wait_for
 from store.config import Config
 from store.errors import CorruptRecord, SnapshotMissing
 from store.reader import open_snapshot
 from store.records import ColdDigest, HotShard, SessionEntries
+from tests.doubles import LivePipeline, pid_gone, wait_for
 from tests.helpers import generated, jsonl, user
 
 pytestmark = pytest.mark.integration

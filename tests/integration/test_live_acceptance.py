@@ -1,6 +1,6 @@
 """Acceptance: with `pipeline run` on a generated corpus, an appended entry is recallable fast.
 
-A three-agent corpus from ``pipeline.corpus``; the pipeline is started and left to go idle
+A three-agent corpus from ``devtools.corpus``; the pipeline is started and left to go idle
 (status: lag 0). Then entries are appended one at a time, to Pi sessions (the delta path) and
 Claude Code sessions (rebuilt whole on every append), each carrying a word nobody used before,
 and each must come back from ``query recall`` in the global scope. The time from the append to
@@ -24,11 +24,11 @@ import pytest
 
 from pipeline.indexer import build_index
 from pipeline.status import collect_status
-from pipeline.testing import LivePipeline, wait_for
 from query.client import Memory
 from store.config import Config
 from store.reader import open_snapshot
 from store.records import HotShard
+from tests.doubles import LivePipeline, wait_for
 from tests.helpers import generated, jsonl, user
 
 pytestmark = pytest.mark.integration

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from pipeline.children import ChildSpec, Shared, child_main
-from pipeline.testing import LivePipeline, pid_gone, wait_for
+from tests.doubles import LivePipeline, pid_gone, wait_for
 from tests.helpers import PiRoot, header, jsonl, user
 
 pytestmark = pytest.mark.integration

@@ -18,11 +18,11 @@ import pytest
 
 from pipeline.indexer import build_index
 from pipeline.status import collect_status
-from pipeline.testing import LivePipeline, pid_gone, wait_for
 from store.config import Config
 from store.errors import SnapshotMissing
 from store.reader import open_snapshot
 from store.records import HotShard, Manifest, SessionState
+from tests.doubles import LivePipeline, pid_gone, wait_for
 from tests.helpers import PiRoot, assistant, header, jsonl, user
 
 pytestmark = pytest.mark.integration

@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 
 from pipeline.status import collect_status
-from pipeline.testing import LivePipeline, wait_for
 from query.client import Memory
 from query.transport import Backend
+from tests.doubles import LivePipeline, wait_for
 from tests.integration.test_live_acceptance import corpus, pi_line
 
 pytestmark = pytest.mark.integration

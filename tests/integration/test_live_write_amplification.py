@@ -18,8 +18,8 @@ import pytest
 
 from pipeline.runner import InlineRunner
 from pipeline.settings import RunSettings
-from pipeline.testing import FakeClock
 from store.reader import open_snapshot
+from tests.doubles import FakeClock
 from tests.helpers import PiRoot, assistant, bash, header, jsonl, tool_result, user
 
 T0 = 1_700_000_000_000

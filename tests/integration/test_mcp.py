@@ -11,7 +11,7 @@ import anyio
 import pytest
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
-from pipeline.corpus import generate
+from devtools.corpus import generate
 from pipeline.indexer import build_index
 from query.engine import Engine
 from query.transport import Backend

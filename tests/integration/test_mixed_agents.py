@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from pipeline.corpus import CorpusManifest
+from devtools.corpus import CorpusManifest
 from pipeline.indexer import build_index
 from pipeline.status import collect_status
 from query.engine import Engine

@@ -25,7 +25,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("pipeline", "query", "stages", "store")
 TOY = ROOT / "tests" / "data" / "toy_adapter"
-LINE = '    "toy": "stages.toy.adapter",\n'
+LINE = '    "toy",\n'
 WORD = "TOYPLANTEDQ7"
 
 pytestmark = pytest.mark.integration
@@ -38,7 +38,7 @@ def _copy(target: Path) -> None:
     shutil.copytree(TOY, target / "stages" / "toy", ignore=ignore)
     registry = target / "store" / "agents.py"
     text = registry.read_text()
-    anchor = '    "omp": "stages.omp.adapter",\n'
+    anchor = '    "omp",\n'
     assert anchor in text
     registry.write_text(text.replace(anchor, anchor + LINE, 1))
 

@@ -1,6 +1,6 @@
 """Issue acceptance on a generated corpus: planted terms, negatives, staleness, exact counts.
 
-A small deterministic corpus of Pi, Claude Code and Codex sessions (pipeline.corpus) is
+A small deterministic corpus of Pi, Claude Code and Codex sessions (devtools.corpus) is
 indexed with the real pipeline, split across both tiers, and queried through the engine and,
 for the call tokens, through the ``query`` CLI in a subprocess.
 """
@@ -17,7 +17,7 @@ from typing import Any
 import orjson
 import pytest
 
-from pipeline.corpus import CorpusManifest, generate
+from devtools.corpus import CorpusManifest, generate
 from pipeline.indexer import build_index
 from query.engine import Engine
 from store.config import Config

@@ -30,7 +30,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.corpus import main as corpus_main
+from devtools.corpus import main as corpus_main
 
 pytestmark = pytest.mark.integration
 

@@ -24,9 +24,9 @@ from typing import Any
 
 import pytest
 
-from pipeline.testing import LivePipeline, wait_for
 from query.transport import Backend
 from store.errors import SnapshotMissing
+from tests.doubles import LivePipeline, wait_for
 from tests.helpers import PiRoot, assistant, claude_line, header, jsonl, tool_result, user
 
 pytestmark = [pytest.mark.integration, pytest.mark.browser]

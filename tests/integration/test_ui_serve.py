@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from pipeline.indexer import build_index
-from pipeline.testing import wait_for
 from query.transport import Backend
+from tests.doubles import wait_for
 from tests.helpers import PiRoot, assistant, header, user
 
 pytestmark = pytest.mark.integration

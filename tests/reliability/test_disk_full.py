@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
-from pipeline.testing import LivePipeline, wait_for
 from store import jsonio
+from tests.doubles import LivePipeline, wait_for
 from tests.helpers import PiRoot, header, user
 
 pytestmark = pytest.mark.integration

@@ -20,12 +20,12 @@ from hypothesis import strategies as st
 from pipeline.indexer import build_index, policy_of
 from pipeline.runner import InlineRunner, Mailbox
 from pipeline.settings import RunSettings
-from pipeline.testing import FakeClock, MemoryJournal
 from pipeline.workers import IndexWorker
 from stages.tier import assign_tiers
 from store.config import Config
 from store.reader import open_snapshot
 from store.records import HotShard, Manifest, SourceEvent
+from tests.doubles import FakeClock, MemoryJournal
 from tests.helpers import (
     PiRoot,
     assistant,

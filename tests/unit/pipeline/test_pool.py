@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 import pipeline.pool
-from pipeline.corpus import generate
+from devtools.corpus import generate
 from pipeline.exits import describe_exit
 from pipeline.lexicon import LexiconKeeper, build_bucket
 from pipeline.pool import BackgroundBuilds, TaskFailed, WorkerDied, WorkerPool

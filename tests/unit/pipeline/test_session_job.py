@@ -8,7 +8,7 @@ from pathlib import Path
 import blake3
 import pytest
 
-from pipeline.corpus import generate
+from devtools.corpus import generate
 from pipeline.session_job import Job, build_session
 from stages.digest import SessionFold, ViewInput, build_digest, build_entries, build_shard
 from stages.lineage import lineage

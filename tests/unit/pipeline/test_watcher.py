@@ -10,8 +10,8 @@ import pytest
 
 from pipeline.classify import WINDOW, Known, classify
 from pipeline.settings import RunSettings
-from pipeline.testing import MemoryJournal
 from pipeline.watcher import Watcher
+from tests.doubles import MemoryJournal
 from tests.helpers import PiRoot
 
 NOW = 1_800_000_000_000_000_000

@@ -10,8 +10,8 @@ import orjson
 
 from pipeline.status import collect_status, render_status
 from tests.helpers import header, iso, message, user
-from tests.unit.pipeline.test_append import Grower
 from tests.unit.query.kit import CWD, T0, Kit
+from tests.unit.stages.test_append import Grower
 
 CLAUDE = "c0ffee00-0000-4000-8000-0000000000bb"
 

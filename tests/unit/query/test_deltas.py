@@ -9,12 +9,12 @@ from typing import Any
 from pipeline.indexer import build_index
 from pipeline.runner import InlineRunner
 from pipeline.settings import RunSettings
-from pipeline.testing import FakeClock
 from query.engine import Engine
 from store.codec import decode
 from store.layout import IndexLayout
 from store.reader import open_snapshot
 from store.records import HotShard
+from tests.doubles import FakeClock
 from tests.helpers import PiRoot, assistant, claude_line, header, jsonl, user
 
 T0 = 1_700_000_000_000

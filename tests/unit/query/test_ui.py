@@ -18,11 +18,11 @@ from typing import Any
 
 import pytest
 
-from pipeline.testing import wait_for
 from query.cli import main
 from query.ui.answer import LocalAnswerer
 from query.ui.app import cookie_name
 from query.ui.run import NotLoopback, UiServer, bind_loopback, loopback
+from tests.doubles import wait_for
 from tests.helpers import assistant, bash, header, tool_result, user
 from tests.unit.query.kit import CWD, T0, Kit
 

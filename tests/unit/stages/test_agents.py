@@ -12,7 +12,7 @@ from query.mcp import TOOLS
 from stages.adapter import Adapter
 from stages.agents import adapter, adapters, default_roots
 from stages.errors import BadInput
-from store.agents import ADAPTERS, agent_names
+from store.agents import REGISTERED, agent_names
 from store.config import Config, ConfigError
 from store.names import AGENTS
 from store.sources import ProjectFolder, SessionFiles, folder_names
@@ -21,20 +21,19 @@ STAGES = Path(__file__).resolve().parents[3] / "stages"
 
 
 def test_every_registered_agent_is_one_folder_with_its_adapter() -> None:
-    for name, module in ADAPTERS.items():
-        # the registry line names stages/<name>/adapter.py, whose ADAPTER is that agent's
-        assert module == f"stages.{name}.adapter"
+    for name in REGISTERED:
+        # a registered name has stages/<name>/adapter.py, whose ADAPTER is that agent's
         assert (STAGES / name / "adapter.py").is_file()
         found = adapter(name)
         assert isinstance(found, Adapter) and found.name == name
         assert found.default_root.startswith("~/")
     assert [a.name for a in adapters()] == list(agent_names())
-    assert len(set(default_roots().values())) == len(ADAPTERS)
+    assert len(set(default_roots().values())) == len(REGISTERED)
 
 
 def test_no_adapter_folder_is_left_unregistered() -> None:
     folders = {p.parent.name for p in STAGES.glob("*/adapter.py")}
-    assert folders == set(ADAPTERS)
+    assert folders == set(REGISTERED)
 
 
 def test_an_unregistered_agent_is_bad_input() -> None:
@@ -73,24 +72,21 @@ def test_session_files_are_the_adapters_patterns() -> None:
         SessionFiles(("*.jsonl",), whole=("*.json",))
 
 
-def test_project_folders_are_named_as_each_writer_names_them(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
-) -> None:
-    home, tmp = tmp_path / "home" / "u", tmp_path / "t"
-    home.mkdir(parents=True)
-    tmp.mkdir()
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.setenv("TMPDIR", str(tmp))
-    monkeypatch.setattr("tempfile.tempdir", None)
+def test_project_folders_are_named_as_each_writer_names_them() -> None:
+    bases = {"~": ["/home/u"], "$TMPDIR": ["/var/tmp/x", "/private/var/tmp/x"]}
+
+    def names(agent: str, cwd: str) -> set[str]:
+        return folder_names(adapter(agent).folders, [cwd], bases)
+
     cwd = "/work/my.proj"
-    assert folder_names(adapter("pi").folders, [cwd]) == {"--work-my.proj--"}
-    assert folder_names(adapter("claude").folders, [cwd]) == {"-work-my-proj"}
-    assert folder_names(adapter("codex").folders, [cwd]) == set()
-    omp = adapter("omp").folders
-    assert folder_names(omp, [cwd]) == {"--work-my.proj--"}
-    assert folder_names(omp, [str(home / "src" / "app")]) == {"-src-app"}
-    assert folder_names(omp, [str(home)]) == {"-"}
-    assert folder_names(omp, [str(tmp / "scratch")]) == {"-tmp-scratch"}
-    assert folder_names(omp, [str(tmp)]) == {"-tmp"}
+    assert names("pi", cwd) == {"--work-my.proj--"}
+    assert names("claude", cwd) == {"-work-my-proj"}
+    assert names("codex", cwd) == set()
+    assert names("omp", cwd) == {"--work-my.proj--"}
+    assert names("omp", "/home/u/src/app") == {"-src-app"}
+    assert names("omp", "/home/u") == {"-"}
+    assert names("omp", "/home/user2") == {"--home-user2--"}
+    assert names("omp", "/var/tmp/x/scratch") == {"-tmp-scratch"}
+    assert names("omp", "/private/var/tmp/x") == {"-tmp"}
     with pytest.raises(ValueError):
         ProjectFolder("/home")

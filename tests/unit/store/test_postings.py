@@ -1,10 +1,11 @@
-"""Stored posting lists: cutting a list where a delta's replaced entries begin."""
+"""Stored posting lists: built once, cut where a delta's replaced entries begin, moved behind
+a base."""
 
 from __future__ import annotations
 
 from array import array
 
-from store.postings import decode_pairs, encode_pairs, trim_pairs
+from store.postings import decode_pairs, encode_pairs, index_entries, shift_pairs, trim_pairs
 
 
 def test_trimming_keeps_the_positions_below_the_cut() -> None:
@@ -13,3 +14,21 @@ def test_trimming_keeps_the_positions_below_the_cut() -> None:
     assert trim_pairs(data, 10) == data
     assert trim_pairs(data, 0) == b""
     assert trim_pairs(b"", 3) == b""
+
+
+def test_shifting_moves_positions_and_keeps_tfs() -> None:
+    data = encode_pairs(array("I", [0, 2, 3, 1]))
+    assert decode_pairs(shift_pairs(data, 5)).tolist() == [5, 2, 8, 1]
+    assert shift_pairs(data, 0) is data
+
+
+def test_indexing_entries_lists_each_term_by_entry_position_in_term_order() -> None:
+    from tests.unit.store.factories import entry
+
+    lengths, postings = index_entries(
+        [entry(0, "beta alpha beta"), entry(1, "gamma"), entry(2, "beta")]
+    )
+    assert list(postings) == sorted(postings)
+    assert decode_pairs(postings["beta"]).tolist()[0::2] == [0, 2]
+    assert decode_pairs(postings["gamma"]).tolist()[0::2] == [1]
+    assert len(lengths) == 3 and all(n > 0 for n in lengths)

@@ -1,0 +1,3 @@
+from devtools.conformance.cli import main
+
+raise SystemExit(main())

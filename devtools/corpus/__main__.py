@@ -1,0 +1,3 @@
+from devtools.corpus.cli import main
+
+raise SystemExit(main())

@@ -1,5 +1,0 @@
-import sys
-
-from bench_lib.cli import main
-
-sys.exit(main())

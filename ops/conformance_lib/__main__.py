@@ -1,3 +1,0 @@
-from conformance_lib.cli import main
-
-raise SystemExit(main())

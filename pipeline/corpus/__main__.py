@@ -1,3 +1,0 @@
-from pipeline.corpus.cli import main
-
-raise SystemExit(main())
