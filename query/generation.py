@@ -19,6 +19,7 @@ invalidated — a new generation simply gets a new ``Generation``.
 from __future__ import annotations
 
 import bisect
+import functools
 import os
 from array import array
 from collections import Counter, OrderedDict
@@ -391,8 +392,14 @@ _NO_SPEC = SourceSpec()
 
 
 def _union(specs: Iterable[SourceSpec]) -> SessionFiles:
-    patterns = sorted({p for spec in specs for p in spec.files.patterns})
-    return SessionFiles(tuple(patterns)) if patterns else _NO_SPEC.files
+    patterns = tuple(sorted({p for spec in specs for p in spec.files.patterns}))
+    return _files(patterns) if patterns else _NO_SPEC.files
+
+
+@functools.lru_cache(maxsize=16)
+def _files(patterns: tuple[str, ...]) -> SessionFiles:
+    # one object per pattern set: its compiled matcher outlives the generations that share it
+    return SessionFiles(patterns)
 
 
 _Table = dict[str, list[SessionState]]
