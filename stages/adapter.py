@@ -74,7 +74,7 @@ class Adapter:
     """One agent. ``name`` is its name everywhere (``[sources]`` key, ``--agent``, records);
     ``default_root`` where its writer keeps sessions (``~`` expanded), which ``[sources]``
     overrides. ``tools`` lists the writer's own tools by family (``stages.families``). Without
-    ``tail`` an append is re-derived in memory (``pipeline.rederive``)."""
+    ``tail`` an append is re-derived in memory (``stages.rederive``)."""
 
     name: str
     default_root: str
