@@ -63,7 +63,7 @@ class Known:
 
 def known_from_event(event: SourceEvent) -> Known | None:
     """The file as an already journaled event describes it (None after a delete)."""
-    if event.kind == "delete":
+    if event.kind in ("delete", "forget"):
         return None
     ctime = event.extra.get("ctime_ns")
     digest = event.extra.get("hash")

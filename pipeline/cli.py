@@ -6,6 +6,8 @@
     pipeline rebuild [--config FILE]                       delete derived state, index again
     pipeline config [--config FILE]                        print the effective configuration
     pipeline doctor [--json] [--config FILE]               is everything running and current?
+    pipeline forget [SESSION…] [--project DIR] [--before DATE] [--agent A] [--dry-run]
+                                                           remove sessions from index and archive
     pipeline completion bash|zsh|tcsh                      a shell completion script
 
 Exit codes (``store.exits``, shared with `query`): 0 done; 1 done, but some sessions could not
@@ -31,6 +33,7 @@ from pipeline.pool import TaskFailed, WorkerDied
 from pipeline.status import collect_status, render_status
 from stages.agents import default_roots
 from store import jsonio
+from store.agents import agent_names
 from store.config import Config, ConfigError, load_config
 from store.errors import DiskFull, StoreError, is_disk_full
 from store.exits import (
@@ -132,6 +135,32 @@ def _parser() -> argparse.ArgumentParser:
     common(dr)
     dr.add_argument("--json", action="store_true", help="print JSON")
 
+    fg = sub.add_parser(
+        "forget",
+        help="remove sessions from the index and the archive for good, and never index them "
+        "again (even while their files stay)",
+        description="Select sessions by file path or id, and/or with --project, --before and "
+        "--agent (every filter given must hold). Works whether or not `pipeline run` is "
+        "running: then it waits for the pipeline to drop them.",
+        epilog="Example: pipeline forget --project ~/work/secret --dry-run",
+    )
+    common(fg)
+    fg.add_argument("sessions", nargs="*", help="session file paths or ids (agent:id, id, stem)")
+    fg.add_argument("--project", help="sessions started in this folder or below it")
+    fg.add_argument(
+        "--before",
+        help="sessions last written before: ISO date (2026-01-31), date-time or age (30d)",
+    )
+    fg.add_argument("--agent", choices=agent_names())
+    fg.add_argument("--dry-run", action="store_true", help="list what would be forgotten")
+    fg.add_argument("--json", action="store_true", help="print JSON")
+    fg.add_argument(
+        "--wait",
+        type=_positive_float,
+        default=60.0,
+        help="seconds to wait for a running pipeline to drop them (default 60)",
+    )
+
     co = sub.add_parser(
         "completion",
         help="print a shell completion script for `pipeline`",
@@ -179,6 +208,8 @@ def _main(argv: Sequence[str] | None) -> int:
             else:
                 sys.stdout.write(render_diagnosis(diagnosis))
             return EXIT_OK if diagnosis.ok else EXIT_FAILED
+        if args.command == "forget":
+            return _forget(config, args)
         if args.command == "rebuild":
             StoreWriter(config.index_dir).wipe()
             report = build_index(config, processes=args.processes, progress=tty_progress())
@@ -209,6 +240,27 @@ def _main(argv: Sequence[str] | None) -> int:
         sys.stderr.write(f"pipeline: {DiskFull(config.index_dir)}\n")
         return EXIT_PARTIAL
     raise AssertionError(f"unhandled command {args.command}")
+
+
+def _forget(config: Config, args: argparse.Namespace) -> int:
+    from pipeline.forget import ForgetError, Selection, forget, parse_before, render_forget
+
+    try:
+        selection = Selection(
+            sessions=tuple(args.sessions),
+            project=args.project,
+            before_ns=parse_before(args.before) if args.before else None,
+            agent=args.agent,
+        )
+        report = forget(config, selection, dry_run=args.dry_run, wait_s=args.wait)
+    except ForgetError as exc:
+        sys.stderr.write(f"pipeline forget: {exc}\n")
+        return EXIT_USAGE
+    if args.json:
+        sys.stdout.write(jsonio.dumps(report.as_dict()).decode() + "\n")
+    else:
+        sys.stdout.write(render_forget(report))
+    return EXIT_FAILED if report.pending else EXIT_OK
 
 
 def _run_always_on(config: Config, args: argparse.Namespace) -> int:

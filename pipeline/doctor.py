@@ -7,7 +7,9 @@ Five checks, each ``ok``, ``warn`` or ``fail`` with a sentence saying what to do
 * current      the index holds every session file the roots hold now, unchanged;
 * pipeline     `pipeline run` is running (without it the index goes stale on the next write);
 * query serve  a server accepts connections on the index socket (without it queries still
-               work, in-process, with a slower start).
+               work, in-process, with a slower start);
+* archive      the copies of indexed sessions are being kept (a warning when ``keep`` is off,
+               the cap is near or reached, or some sessions are not kept).
 
 A ``fail`` means an answer can be wrong or missing: the command exits 1. Reads only, like
 `pipeline status`, whose collection it reuses.
@@ -187,6 +189,39 @@ def _query_serve(index_dir: Path) -> Check:
     return Check("query serve", "ok", f"listening on {path}", {"socket": str(path)})
 
 
+def _archive(status: Status) -> Check:
+    a = status.archive
+    if not a:
+        return Check("archive", "ok", "nothing indexed yet")
+    detail = {k: a[k] for k in ("dir", "bytes", "maxBytes", "archivedSessions", "keptSessions")}
+    if not a["keep"]:
+        return Check(
+            "archive",
+            "warn",
+            "off ([archive] keep = false): a session whose file is deleted (Claude Code removes "
+            "month-old ones) leaves the index with it",
+            detail,
+        )
+    used = f"{a['bytes']:,} of {a['maxBytes']:,} bytes"
+    if a["full"] or a["bytes"] >= 0.9 * a["maxBytes"]:
+        missing = len(a["notKeptSessions"])
+        return Check(
+            "archive",
+            "warn",
+            f"{used} used"
+            + (f"; {missing} sessions are not kept (archive_full)" if missing else "")
+            + ": raise [archive] maxBytes, or forget old sessions (`pipeline forget --before`)",
+            detail,
+        )
+    return Check(
+        "archive",
+        "ok",
+        f"{a['keptSessions']} live sessions kept, {a['archivedSessions']} read from the archive; "
+        f"{used} in {a['dir']}",
+        detail,
+    )
+
+
 def diagnose(config: Config) -> Diagnosis:
     status = collect_status(config)
     return Diagnosis(
@@ -196,6 +231,7 @@ def diagnose(config: Config) -> Diagnosis:
             _current(status),
             _pipeline(status),
             _query_serve(config.index_dir),
+            _archive(status),
         )
     )
 

@@ -27,15 +27,19 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+import blake3
 import structlog
 
+from pipeline.archiving import ArchiveSettings, keeper, read_chain, usable
 from pipeline.discovery import subagent_meta
 from pipeline.session_job import Job, build_session, read_source
 from stages.agents import adapter
 from stages.appender import Delta, HotSession, asks_sidecar, commit, extend, hot_session
 from stages.policy import Policy
+from stages.tier import COLD
+from store.archive import ARCHIVED, KEPT, NOT_KEPT
 from store.deltas import concat_entries, concat_shards
-from store.errors import is_disk_full
+from store.errors import CorruptRecord, is_disk_full
 from store.files import open_quietly
 from store.reasons import INDEX_ERROR, SOURCE_UNAVAILABLE
 from store.records import SessionState, SkippedFile, SourceEvent
@@ -59,6 +63,8 @@ __all__ = [
 log = structlog.get_logger()
 
 APPEND, REWRITE, DELETE = "append", "rewrite", "delete"
+# `pipeline forget` / `[sources] exclude`: the session leaves the index and the archive
+FORGET = "forget"
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +80,8 @@ class Skip:
 @dataclass(frozen=True, slots=True)
 class Drop:
     path: str
+    # forgotten (not merely deleted): older generations naming it are collected promptly
+    purge: bool = False
 
 
 Change = Upsert | Skip | Drop
@@ -140,6 +148,7 @@ class SessionEngine:
         *,
         settings: EngineSettings | None = None,
         clock: Callable[[], float],
+        archive: ArchiveSettings | None = None,
     ) -> None:
         self.index_dir = Path(index_dir)
         self.policy = policy
@@ -147,6 +156,11 @@ class SessionEngine:
         self.clock = clock
         self.writer = StoreWriter(self.index_dir)
         self.counters = EngineCounters()
+        self.archive = archive
+        self.keeper = keeper(archive)
+        # changes to other sessions a change made (an old version retired on a rewrite):
+        # the worker takes them after each call
+        self.extra: list[Change] = []
         self._hot: OrderedDict[str, HotSession] = OrderedDict()
         self._changed: dict[str, float] = {}
 
@@ -162,9 +176,17 @@ class SessionEngine:
     ) -> Change | None:
         """The change the journal *events* of one session make (None: nothing to publish)."""
         last = events[-1]
+        if last.kind == FORGET:
+            self.forget(path)
+            if self.keeper is not None:
+                self.keeper.remove(path)
+            return Drop(path, purge=True)
         if last.kind == DELETE:
             self.forget(path)
-            return Drop(path)
+            if last.extra.get("moved") and self.keeper is not None:
+                self.keeper.remove(path)  # renamed: it lives on from its new path
+                return Drop(path)
+            return self._archived(path, agent, state) or Drop(path)
         hot = self._hot.get(path)
         if hot is not None:
             self._hot.move_to_end(path)
@@ -189,17 +211,19 @@ class SessionEngine:
         return change
 
     def whole(self, path: str, agent: str, tier: str) -> Change:
-        """Index the session whole (every stage) and keep its hot state."""
+        """Index the session whole (every stage) and keep its hot state; a session whose
+        source is gone is built (cold) from its archived bytes."""
         self.counters.whole += 1
         try:
             data, stamp = read_source(path)
         except (FileNotFoundError, NotADirectoryError):
             self.forget(path)
-            return Drop(path)  # its delete event is on the way
+            kept = self._from_archive(path, agent)
+            return kept if kept is not None else Drop(path)  # its delete event is on the way
         except OSError:
             self.forget(path)
             return Skip(SkippedFile(path, agent, SOURCE_UNAVAILABLE))
-        job = Job(path, agent, tier, self.policy, str(self.index_dir))
+        job = Job(path, agent, tier, self.policy, str(self.index_dir), self.archive)
         try:
             built = build_session(job, data, stamp, self.writer)
         except Exception as exc:  # a bug in a stage must cost one session, not the worker
@@ -210,6 +234,57 @@ class SessionEngine:
             return Skip(SkippedFile(path, agent, INDEX_ERROR))
         keep = len(data) <= self.settings.parsed_bytes
         self._remember(path, hot_session(built, data, keep_parsed=keep))
+        self.extra.extend(Upsert(s) for s in built.retired)
+        self.extra.extend(Drop(k) for k in built.dropped)
+        return Upsert(built.state)
+
+    # -- the archive -----------------------------------------------------------------------
+
+    def _archived(self, path: str, agent: str, state: SessionState | None) -> Change | None:
+        """The session whose source was deleted, kept from the archive (None: not kept).
+
+        A cold session whose chain holds exactly its indexed bytes keeps its records (a
+        rebuild from the chain makes the very same ones); any other is built again, cold,
+        from what the chain holds.
+        """
+        if self.keeper is None:
+            return None
+        try:
+            chain = self.keeper.reader.head(path)
+        except CorruptRecord:
+            return None
+        if chain is None or not usable(chain, path):
+            return None
+        if (
+            state is not None
+            and state.tier == COLD
+            and state.archive in (KEPT, ARCHIVED)
+            and (chain.length, chain.hash) == (state.size, state.source_hash)
+        ):
+            if chain.stamp != state.stamp:
+                self.keeper.restamp(path, state.stamp)
+            if state.archived:
+                return Upsert(state)  # kept already: the same state publishes nothing
+            log.info("session.archived", path=path)
+            return Upsert(replace(state, archive=ARCHIVED))
+        return self._from_archive(path, agent)
+
+    def _from_archive(self, path: str, agent: str) -> Change | None:
+        if self.keeper is None:
+            return None
+        found = read_chain(self.keeper, path)
+        if found is None:
+            return None
+        chain, data = found
+        job = Job(path, chain.agent or agent, COLD, self.policy, str(self.index_dir), None)
+        try:
+            built = build_session(job, data, chain.stamp, self.writer, origin=chain)
+        except Exception as exc:
+            if is_disk_full(exc):
+                raise
+            log.error("session.failed", path=path, traceback=traceback.format_exc())
+            return Skip(SkippedFile(path, agent, INDEX_ERROR))
+        log.info("session.archived", path=path, rebuilt=True)
         return Upsert(built.state)
 
     def merge(self, path: str, agent: str, tier: str) -> Change:
@@ -267,6 +342,7 @@ class SessionEngine:
         if read is None:
             return None
         data, st = read
+        hot_start = hot.consumed
         if (st.st_dev, st.st_ino) != (state.dev, state.inode):
             return None
         stamp = (st.st_dev, st.st_ino, event.end, st.st_mtime_ns, st.st_ctime_ns)
@@ -286,6 +362,7 @@ class SessionEngine:
                 shard_bytes + entries_bytes,
             )
         commit(hot, appended, delta)
+        self._keep_appended(hot, state, data[state.size - hot_start :], event.end)
         if appended.rederive is not None:
             self._fit_parsed()
         if delta is not None:
@@ -298,6 +375,44 @@ class SessionEngine:
         self._changed[state.path] = self.clock()
         self.counters.appends += 1
         return Upsert(hot.state)
+
+    def _keep_appended(self, hot: HotSession, before: SessionState, new: bytes, end: int) -> None:
+        """Keep the appended bytes in the archive (one segment); a chain that is not at the
+        session's old end (the archive was off or full meanwhile) is kept whole again."""
+        archive = self.keeper
+        if archive is None:
+            return
+        state = hot.state
+        if before.archive == NOT_KEPT:
+            # full: appends are not kept (nor the file read again for each one); the next
+            # whole build (a merge) tries again
+            if state.archive != NOT_KEPT:
+                hot.state = replace(state, archive=NOT_KEPT)
+            return
+        kept = archive.keep_append(
+            state.path,
+            new,
+            old_length=before.size,
+            old_hash=before.source_hash,
+            full_hash=state.source_hash,
+            stamp=state.stamp,
+        )
+        if kept is None:
+            read = _read_range(state.path, 0, end)
+            if read is None or len(read[0]) != state.size:
+                kept = ""  # the file moved on meanwhile: its next change keeps it
+            else:
+                kept = archive.keep_whole(
+                    state.path,
+                    state.agent,
+                    read[0],
+                    state.stamp,
+                    None if hot.rederive is None else hot.rederive.meta,
+                    full_hash=state.source_hash,
+                    prefix_hash=lambda n: blake3.blake3(read[0][:n]).hexdigest(),
+                )
+        if kept != state.archive:
+            hot.state = replace(state, archive=kept)
 
     def _compact(self, hot: HotSession) -> None:
         """Fold the last ``fanout`` deltas into one when they share a level."""
@@ -331,6 +446,8 @@ class SessionEngine:
         if (st.st_dev, st.st_ino) != (state.dev, state.inode) or st.st_size < state.size:
             return self.whole(path, agent, tier)
         moved = replace(state, mtime_ns=st.st_mtime_ns, ctime_ns=st.st_ctime_ns)
+        if self.keeper is not None and state.archive == KEPT:
+            self.keeper.restamp(path, moved.stamp)
         if hot is not None:
             hot.state = moved
         self.counters.restamps += 1

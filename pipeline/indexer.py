@@ -18,21 +18,25 @@ from __future__ import annotations
 import contextlib
 import sys
 import time
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import structlog
 
-from pipeline.discovery import discover, source_specs, under
+from pipeline.archiving import ArchiveSettings, archive_of, begins_with, keeper, usable
+from pipeline.discovery import Candidate, discover, source_specs, under
+from pipeline.keepout import KeepOut
 from pipeline.lexicon import LexiconKeeper, bucket_count, bucket_of
 from pipeline.pool import WorkerPool
 from pipeline.session_job import Job
 from stages.policy import Policy
-from stages.tier import HOT, assign_tiers
+from stages.tier import COLD, HOT, assign_tiers
+from store.archive import ARCHIVED, KEPT, key_name
+from store.archive_writer import ArchiveWriter
 from store.config import Config
-from store.errors import DiskFull, SnapshotMissing
+from store.errors import CorruptRecord, DiskFull, SnapshotMissing
 from store.reader import open_snapshot
 from store.reasons import (
     DISK_FULL,
@@ -76,6 +80,8 @@ class RunReport:
     indexed: int = 0
     failed: int = 0
     removed: int = 0
+    archived: int = 0  # sessions whose source is gone, kept from the archive
+    forgotten: int = 0  # sessions purged: forgotten or excluded
     source_bytes_read: int = 0
     bytes_written: int = 0
     generations: list[int] = field(default_factory=list)
@@ -89,6 +95,8 @@ class RunReport:
             "indexed": self.indexed,
             "failed": self.failed,
             "removed": self.removed,
+            "archived": self.archived,
+            "forgotten": self.forgotten,
             "sourceBytesRead": self.source_bytes_read,
             "bytesWritten": self.bytes_written,
             "generations": list(self.generations),
@@ -199,7 +207,10 @@ def build_index(
     log.info("index.started", index_dir=str(config.index_dir))
     with writer.lock(), contextlib.ExitStack() as stack:
         previous, prior = _previous(config.index_dir, fingerprint)
+        archive = archive_of(config)
+        keep_out = KeepOut(config)
         candidates, problems = discover(config.roots)
+        candidates = keep_out.keep(candidates)
         report.eligible = len(candidates) + len(problems)
         tiers = assign_tiers(((c.path, c.mtime_ns) for c in candidates), config.memory.hot_sessions)
         current: dict[str, SessionState] = {}
@@ -214,22 +225,31 @@ def build_index(
             ):
                 current[c.path] = state
                 continue
-            jobs.append(Job(c.path, c.agent, tiers[c.path], policy, str(config.index_dir)))
+            jobs.append(Job(c.path, c.agent, tiers[c.path], policy, str(config.index_dir), archive))
         unreadable = [p for p, _, r in problems if r == SOURCE_UNREADABLE]
         for path, state in prior.items():
             if under(unreadable, path):
                 current.setdefault(path, state)
-        report.reused = len(current)
         skipped = {p: SkippedFile(p, a, r) for p, a, r in problems}
         by_path = {c.path: c for c in candidates}
-        report.removed = sum(1 for p in prior if p not in by_path and p not in current)
-        # Biggest first keeps the pool busy to the end instead of waiting on one straggler.
-        jobs.sort(key=lambda j: (-by_path[j.path].size, j.path))
         sizes = {c.path: c.size for c in candidates}
+        kept = _kept_from_archive(config, archive, keep_out, prior, by_path, current, report)
+        for job, size in kept:
+            jobs.append(job)
+            sizes[job.path] = size
+        restated = any(prior.get(p) is not s for p, s in current.items())
+        report.reused = len(current)
+        building = {j.path for j in jobs}
+        report.removed = sum(
+            1 for p in prior if p not in by_path and p not in current and p not in building
+        )
+        # Biggest first keeps the pool busy to the end instead of waiting on one straggler.
+        jobs.sort(key=lambda j: (-sizes[j.path], j.path))
         total_bytes = sum(sizes[j.path] for j in jobs)
         inline = total_bytes < INLINE_BYTES
         changed = (
             bool(jobs)
+            or restated
             or report.removed > 0
             or _skipped_changed(previous, skipped)
             or _lexicon_missing(previous)
@@ -274,6 +294,10 @@ def build_index(
                     current[result.path] = result.state
                     skipped.pop(result.path, None)
                     report.indexed += 1
+                    for old in result.retired:  # old versions the archive keeps apart
+                        current[old.path] = old
+                    for key in result.dropped:  # ... and those the file holds again
+                        current.pop(key, None)
                 else:
                     current.pop(result.path, None)
                     reason = result.reason or INDEX_ERROR
@@ -341,6 +365,73 @@ def _sources_changed(previous: Manifest | None, config: Config) -> bool:
     recorded them, or by another release): publish once, so the query side reads folders by
     today's rules."""
     return previous is not None and previous.sources != source_specs(config.roots)
+
+
+def _kept_from_archive(
+    config: Config,
+    archive: ArchiveSettings | None,
+    keep_out: KeepOut,
+    prior: dict[str, SessionState],
+    live: Mapping[str, object],
+    current: dict[str, SessionState],
+    report: RunReport,
+) -> list[tuple[Job, int]]:
+    """Sessions whose source is gone: kept as they are when the archive proves their bytes
+    (into *current*), built from the archive otherwise (the jobs returned, with their sizes);
+    forgotten or excluded ones are purged from the archive. Chains the published index does
+    not know (after a rebuild, or another policy) are built too."""
+    tombstones = keep_out.archive.tombstones()
+    purge = [p for p in prior if p not in live and keep_out.blocks(p, tombstones)]
+    writer = keeper(archive)
+    inodes = {(c.stamp[0], c.stamp[1]): c for c in live.values() if isinstance(c, Candidate)}
+    jobs: list[tuple[Job, int]] = []
+    policy = policy_of(config)
+    if writer is not None:
+        for path, state in prior.items():
+            if path in live or path in current or path in purge:
+                continue
+            try:
+                chain = writer.reader.head(path)
+            except CorruptRecord:
+                continue
+            if chain is None or not usable(chain, path):
+                continue
+            moved = inodes.get((state.dev, state.inode))
+            if moved is not None and begins_with(moved.path, state.size, state.source_hash):
+                writer.remove(path)  # renamed: the session lives on from its new path
+                continue
+            if (
+                state.tier == COLD
+                and state.archive in (KEPT, ARCHIVED)
+                and (chain.length, chain.hash) == (state.size, state.source_hash)
+            ):
+                if chain.stamp != state.stamp:
+                    writer.restamp(path, state.stamp)
+                current[path] = state if state.archived else replace(state, archive=ARCHIVED)
+            else:
+                job = Job(path, chain.agent, COLD, policy, str(config.index_dir), archive)
+                jobs.append((job, chain.length))
+        known = {key_name(p) for p in (*live, *prior)}
+        for name in sorted(writer.reader.names() - known):
+            try:
+                chain = writer.reader.head_of(name)
+            except CorruptRecord:
+                continue
+            if chain is None or key_name(chain.key) != name or chain.length == 0:
+                continue
+            if keep_out.blocks(chain.key, tombstones):
+                purge.append(chain.key)
+                continue
+            job = Job(chain.key, chain.agent, COLD, policy, str(config.index_dir), archive)
+            jobs.append((job, chain.length))
+    if purge:
+        # forgetting works with keep = false too: what was kept is removed all the same
+        remover = writer or ArchiveWriter(config.archive_dir, max_bytes=config.archive.max_bytes)
+        for key in purge:
+            remover.remove(key)
+        report.forgotten = len(purge)
+    report.archived = sum(1 for s in current.values() if s.archived) + len(jobs)
+    return jobs
 
 
 def _lexicon_missing(previous: Manifest | None) -> bool:

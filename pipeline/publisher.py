@@ -94,6 +94,10 @@ class Publisher:
         self._checkpoint_at = 0.0
         self._gc_at = 0.0
         self._since_gc = 0
+        # a session was forgotten: the next publish drops it, and every generation before
+        # that one is collected once the grace period has passed (not kept_generations)
+        self._purge_wanted = False
+        self._purge_at: float | None = None
         self.lexicon: tuple[str, ...] = ()
         self._lexicons = LexiconKeeper(writer)
         self._lexicon_todo: list[tuple[str, ...]] = []
@@ -168,6 +172,7 @@ class Publisher:
                 self._forget(change.path)
                 self.skipped.pop(change.path, None)
                 self._dirty = True
+                self._purge_wanted |= change.purge
 
     def _set(self, path: str, state: SessionState) -> None:
         old = self.sessions.get(path)
@@ -211,6 +216,9 @@ class Publisher:
             sources=source_specs(self.config.roots),
         )
         self.writer.publish(manifest)
+        if self._purge_wanted:
+            self._purge_wanted = False
+            self._purge_at = time.time() + self.settings.gc_grace_s
         written = self.writer.bytes_written - before
         self._dirty = False
         self._published_at = now
@@ -240,12 +248,17 @@ class Publisher:
         self._checkpoint_at = now
 
     def _collect(self, now: float) -> None:
-        if not self._since_gc or now - self._gc_at < self.settings.gc_interval_s:
+        purging = self._purge_at is not None
+        if (not self._since_gc and not purging) or now - self._gc_at < self.settings.gc_interval_s:
             return
+        wall = time.time()
         report = self.writer.collect_garbage(
-            keep_generations=self.settings.keep_generations,
+            keep_generations=1 if purging else self.settings.keep_generations,
             grace_seconds=self.settings.gc_grace_s,
+            now=wall,
         )
+        if self._purge_at is not None and wall >= self._purge_at:
+            self._purge_at = None  # every generation that named a forgotten session is gone
         self._gc_at = now
         self._since_gc = 0
         log.info(

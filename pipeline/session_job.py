@@ -13,11 +13,20 @@ from __future__ import annotations
 import os
 import traceback
 from collections.abc import Sequence
-from dataclasses import dataclass
+from contextlib import nullcontext
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
-import blake3
+import structlog
 
+from pipeline.archiving import (
+    ArchiveSettings,
+    content_lost,
+    hashes,
+    keeper,
+    read_chain,
+)
 from pipeline.discovery import Stamp, stamp_of, subagent_meta
 from stages.built import Built
 from stages.digest import (
@@ -33,7 +42,9 @@ from stages.lineage import lineage
 from stages.normalize import normalize
 from stages.policy import Policy
 from stages.read import read_parsed
-from stages.tier import HOT
+from stages.tier import COLD, HOT
+from store.archive import ARCHIVED, NOT_KEPT, Chain, retired_key, source_of
+from store.archive_writer import ArchiveWriter
 from store.errors import is_disk_full
 from store.files import open_quietly
 from store.reasons import DISK_FULL, INDEX_ERROR, SOURCE_UNAVAILABLE
@@ -49,6 +60,8 @@ __all__ = [
     "read_source",
 ]
 
+log = structlog.get_logger()
+
 # A job's reason when the index's disk was full: no fault of the session's, never published.
 
 
@@ -59,6 +72,8 @@ class Job:
     tier: str
     policy: Policy
     index_dir: str
+    # the archive to keep the bytes in, and to read them from when the source is gone
+    archive: ArchiveSettings | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +87,10 @@ class JobResult:
     source_bytes: int
     reason: str | None = None
     error: str | None = None
+    # old versions of the session kept from the archive on their own (``Built.retired``),
+    # and those the file holds again (their sessions go)
+    retired: tuple[SessionState, ...] = ()
+    dropped: tuple[str, ...] = ()
 
 
 def read_source(path: str) -> tuple[bytes, Stamp]:
@@ -96,14 +115,21 @@ def read_source(path: str) -> tuple[bytes, Stamp]:
 
 
 def index_session(job: Job, writer: StoreWriter | None = None) -> JobResult:
-    """Run every stage for one session and store its records (with *writer*, when given).
-    Never raises."""
+    """Run every stage for one session and store its records (with *writer*, when given);
+    a session whose source is gone is read from the archive. Never raises."""
+    origin: Chain | None = None
     try:
         data, stamp = read_source(job.path)
+    except (FileNotFoundError, NotADirectoryError):
+        kept = read_chain_of(job)
+        if kept is None:
+            return JobResult(job.path, job.agent, None, 0, 0, reason=SOURCE_UNAVAILABLE)
+        origin, data = kept
+        stamp = origin.stamp
     except OSError:
         return JobResult(job.path, job.agent, None, 0, 0, reason=SOURCE_UNAVAILABLE)
     try:
-        return _index(job, data, stamp, writer or StoreWriter(Path(job.index_dir)))
+        return _index(job, data, stamp, writer or StoreWriter(Path(job.index_dir)), origin)
     except Exception as exc:  # a bug in a stage must cost one session, not the run
         return JobResult(
             job.path,
@@ -124,8 +150,10 @@ def index_sessions(jobs: Sequence[Job]) -> list[JobResult]:
     if not jobs:
         return []
     writer = StoreWriter(Path(jobs[0].index_dir))
+    archive = keeper(jobs[0].archive)
     try:
-        with writer.batch():
+        # the archive's copies are made durable together too, after the records
+        with writer.batch(), archive.batch() if archive is not None else nullcontext():
             return [index_session(job, writer) for job in jobs]
     except OSError as exc:
         error = traceback.format_exc()
@@ -135,18 +163,32 @@ def index_sessions(jobs: Sequence[Job]) -> list[JobResult]:
         ]
 
 
-def _index(job: Job, data: bytes, stamp: Stamp, writer: StoreWriter) -> JobResult:
+def _index(
+    job: Job, data: bytes, stamp: Stamp, writer: StoreWriter, origin: Chain | None = None
+) -> JobResult:
     before = writer.bytes_written
-    built = build_session(job, data, stamp, writer)
-    return JobResult(job.path, job.agent, built.state, writer.bytes_written - before, len(data))
+    built = build_session(job, data, stamp, writer, origin=origin)
+    return JobResult(
+        job.path,
+        job.agent,
+        built.state,
+        writer.bytes_written - before,
+        len(data),
+        retired=built.retired,
+        dropped=built.dropped,
+    )
 
 
-def build_session(job: Job, data: bytes, stamp: Stamp, writer: StoreWriter) -> Built:
-    """Run every stage over *data* (the file's bytes, described by *stamp*) and store the
-    records with *writer*. Raises whatever a stage raises."""
-    source_hash = blake3.blake3(data).hexdigest()
-    meta = subagent_meta(job.path, job.agent)
-    session, parsed = read_parsed(data, job.path, job.agent, meta)
+def read_chain_of(job: Job) -> tuple[Chain, bytes] | None:
+    """The archived chain of *job*'s session and its bytes, when the archive holds them."""
+    writer = keeper(job.archive)
+    return read_chain(writer, job.path) if writer is not None else None
+
+
+def _views(job: Job, data: bytes, meta: dict[str, Any] | None) -> tuple[Any, Any, list[ViewInput]]:
+    """parse → adapter → lineage ×2 → normalize ×1-2 over *data*."""
+    # The stages read a retired version as the file it came from (its suffix says its format).
+    session, parsed = read_parsed(data, source_of(job.path), job.agent, meta)
     active, every = lineage(session, "active"), lineage(session, "all")
     normalized = normalize(session, active, job.policy)
     # Normalizing reads the lineage only through the records it selects: without branches
@@ -155,13 +197,31 @@ def build_session(job: Job, data: bytes, stamp: Stamp, writer: StoreWriter) -> B
         normalized_all = normalize(session, every, job.policy)
     else:
         normalized_all = normalized
-    views = [ViewInput(active, normalized), ViewInput(every, normalized_all)]
+    return session, parsed, [ViewInput(active, normalized), ViewInput(every, normalized_all)]
+
+
+def build_session(
+    job: Job, data: bytes, stamp: Stamp, writer: StoreWriter, *, origin: Chain | None = None
+) -> Built:
+    """Run every stage over *data* (the file's bytes, described by *stamp*, or the bytes of
+    the archived chain *origin*) and store the records with *writer*; bytes read from the
+    file are kept in the archive. Raises whatever a stage raises."""
+    archive = keeper(job.archive) if origin is None else None
+    chain = archive.reader.head(job.path) if archive is not None else None
+    if chain is not None and chain.key != job.path:
+        chain = None
+    source_hash, prefix_hash = hashes(data, chain.length if chain is not None else 0)
+    meta = origin.meta if origin is not None else subagent_meta(job.path, job.agent)
+    session, parsed, views = _views(job, data, meta)
+    reasons = session.reasons
+    if origin is not None and origin.truncated:
+        reasons = (*reasons, NOT_KEPT)  # the source held more than the archive could keep
     fold = SessionFold.of(
         session,
         path=job.path,
         source_hash=source_hash,
         policy=job.policy,
-        file_reasons=session.reasons,
+        file_reasons=reasons,
     )
     entries_name, entries_bytes = writer.put(build_entries(fold, views))
     record = (
@@ -170,6 +230,28 @@ def build_session(job: Job, data: bytes, stamp: Stamp, writer: StoreWriter) -> B
         else build_digest(fold, views, job.policy)
     )
     index_name, index_bytes = writer.put(record)
+    retired: tuple[SessionState, ...] = ()
+    dropped: tuple[str, ...] = ()
+    kept = ARCHIVED if origin is not None else ""
+    if archive is not None:
+        keys: tuple[str, ...] = chain.retired if chain is not None else ()
+        if keys:
+            keys, dropped = _restored(job, keys, views, archive)
+        if chain is not None and (
+            chain.length > len(data) or (chain.length and prefix_hash(chain.length) != chain.hash)
+        ):
+            retired = _retire(job, chain, views, writer, archive)
+            keys += tuple(s.path for s in retired)
+        kept = archive.keep_whole(
+            job.path,
+            session.agent,
+            data,
+            stamp,
+            meta,
+            full_hash=source_hash,
+            prefix_hash=prefix_hash,
+            retired=keys,
+        )
     dev, ino, size, mtime_ns, ctime_ns = stamp
     state = SessionState(
         path=job.path,
@@ -191,5 +273,60 @@ def build_session(job: Job, data: bytes, stamp: Stamp, writer: StoreWriter) -> B
         views=summarize(fold, views, record),
         sidechain=session.sidechain,
         unknown_records=versioned(session.writer_version, session.unknown),
+        archive=kept,
     )
-    return Built(state, session, tuple(views), record, parsed.consumed, parsed.next_line, meta)
+    return Built(
+        state,
+        session,
+        tuple(views),
+        record,
+        parsed.consumed,
+        parsed.next_line,
+        meta,
+        retired,
+        dropped,
+    )
+
+
+def _restored(
+    job: Job, keys: tuple[str, ...], views: list[ViewInput], archive: ArchiveWriter
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The old versions still kept apart, and those whose entries the file holds again (a
+    rewrite caught half-way, then completed): their copies are removed, their sessions go."""
+    kept: list[str] = []
+    gone: list[str] = []
+    for key in keys:
+        found = read_chain(archive, key)
+        if found is not None:
+            old_chain, old_bytes = found
+            _, _, old_views = _views(replace(job, path=key), old_bytes, old_chain.meta)
+            if content_lost(old_views[1].normalized.entries, views[1].normalized.entries):
+                kept.append(key)
+                continue
+            archive.remove(key)
+            log.info("archive.restored", path=job.path, key=key)
+        gone.append(key)
+    return tuple(kept), tuple(gone)
+
+
+def _retire(
+    job: Job, chain: Chain, views: list[ViewInput], writer: StoreWriter, archive: ArchiveWriter
+) -> tuple[SessionState, ...]:
+    """The file was rewritten so that the archived chain is no longer its beginning: when
+    the old version held entries the new one lacks, keep it as a session of its own (cold,
+    read from the archive); otherwise the new chain simply replaces it."""
+    found = read_chain(archive, job.path)
+    if found is None:
+        return ()
+    old_chain, old_bytes = found
+    _, _, old_views = _views(job, old_bytes, old_chain.meta)
+    if not content_lost(old_views[1].normalized.entries, views[1].normalized.entries):
+        return ()
+    key = retired_key(job.path, old_chain.hash)
+    moved = archive.retire(job.path, key)
+    if moved is None:
+        return ()
+    log.info("archive.retired", path=job.path, key=key)
+    old_job = replace(job, path=key, tier=COLD, archive=None)
+    built = build_session(old_job, old_bytes, moved.stamp, writer, origin=moved)
+    return (built.state,)

@@ -22,7 +22,9 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.discovery import discover
+from pipeline.keepout import KeepOut
 from pipeline.resume import PUBLISH_STAGE
+from store.archive import KEPT, NOT_KEPT, Archive
 from store.checkpoints import CheckpointStore
 from store.config import Config
 from store.errors import SnapshotMissing, StoreError, free_bytes
@@ -68,6 +70,9 @@ class Status:
     # (agent, writer version, record type) → [records, sessions]: what adapters do not know
     unknown: dict[tuple[str, str, str], list[int]] = field(default_factory=dict)
     redactions: dict[str, int] = field(default_factory=dict)
+    # sessions whose source is gone, read from the archive (not stale: nothing to be behind)
+    archived: int = 0
+    archive: dict[str, Any] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
         def ratio(a: int, b: int) -> float | None:
@@ -105,6 +110,8 @@ class Status:
             "staleSessions": self.stale_sessions,
             "newSessions": self.new_sessions,
             "skippedSessions": self.skipped_sessions,
+            "archived": self.archived,
+            "archive": self.archive,
             "unknownRecordTypes": [
                 {"agent": a, "writerVersion": v, "type": t, "records": n, "sessions": s}
                 for (a, v, t), (n, s) in sorted(self.unknown.items())
@@ -220,7 +227,9 @@ def collect_status(config: Config) -> Status:
     # every agent whose root is read, with none indexed as well: a blind adapter shows as 0
     status.agents = dict.fromkeys(config.roots, 0)
     status.pipeline = collect_pipeline(config)
+    keep_out = KeepOut(config)
     candidates, problems = discover(config.roots)
+    candidates = keep_out.keep(candidates)
     live = {c.path: c for c in candidates}
     status.eligible = len(candidates) + len(problems)
     try:
@@ -234,15 +243,27 @@ def collect_status(config: Config) -> Status:
     status.published_ns = manifest.created_ns
     status.pipeline["lastGenerationAt"] = manifest.created_ns // 1_000_000
     status.reasons = list(manifest.reasons)
+    archive = Archive(config.archive_dir)
+    archive_bytes = archive.usage()
     status.index_bytes = _tree_bytes(config.index_dir)
+    if config.archive_dir.is_relative_to(config.index_dir):
+        status.index_bytes -= archive_bytes  # kept copies, not index: said on their own line
     for name in manifest.lexicon:
         with contextlib.suppress(OSError):
             status.lexicon_bytes += snapshot.layout.record_path(name).stat().st_size
     known: set[str] = set()
+    not_kept: list[str] = []
+    kept = 0
     for s in manifest.sessions:
         known.add(s.path)
         c = live.get(s.path)
-        if c is None or c.stamp != s.stamp:
+        if s.archive == KEPT:
+            kept += 1
+        elif s.archive == NOT_KEPT:
+            not_kept.append(s.path)
+        if s.archived:
+            status.archived += 1
+        elif c is None or c.stamp != s.stamp:
             status.stale += 1
             status.stale_sessions.append(s.path)
         else:
@@ -281,6 +302,20 @@ def collect_status(config: Config) -> Status:
     status.new_sessions = sorted(p for p in live if p not in known)
     status.new = len(status.new_sessions)
     status.redactions = _redactions(snapshot, manifest.sessions)
+    status.archive = {
+        "keep": config.archive.keep,
+        "dir": str(config.archive_dir),
+        "bytes": archive_bytes,
+        "maxBytes": config.archive.max_bytes,
+        "full": bool(not_kept) or archive_bytes >= config.archive.max_bytes,
+        "archivedSessions": status.archived,
+        "keptSessions": kept,
+        "notKeptSessions": not_kept,  # the cap stopped their copy: coverage archive_full
+        "forgotten": len(archive.tombstones()),
+        "bytesPerSourceByte": round(archive_bytes / total, 4)
+        if (total := sum(st.size for st in manifest.sessions))
+        else None,
+    }
     return status
 
 
@@ -383,6 +418,25 @@ def _ratios(ratio: dict[str, float | None]) -> str:
     return f" (index/source {f(ratio['index'])}{tiers})"
 
 
+def _archive_line(d: dict[str, Any]) -> str:
+    a = d["archive"]
+    if not a:
+        return ""
+    size = f"{a['bytes']:,} of {a['maxBytes']:,} bytes in {a['dir']}"
+    if not a["keep"]:
+        return (
+            f"archive     off ([archive] keep = false): a deleted source drops its session; {size}"
+        )
+    ratio = a["bytesPerSourceByte"]
+    return (
+        f"archive     {d['archived']} sessions read from the archive (source deleted), "
+        f"{a['keptSessions']} live sessions kept; {size}"
+        + (f" ({ratio:.2f} per source byte)" if ratio is not None else "")
+        + (f"; FULL: {len(a['notKeptSessions'])} not kept" if a["full"] else "")
+        + (f"; {a['forgotten']} forgotten" if a["forgotten"] else "")
+    )
+
+
 def render_status(status: Status) -> str:
     d = status.as_dict()
     if d["generation"] is None:
@@ -396,7 +450,7 @@ def render_status(status: Status) -> str:
         f"index       {d['indexDir']} (generation {d['generation']})",
         f"sessions    {d['indexed']} indexed of {d['eligible']} eligible; "
         f"{d['stale']} stale, {d['new']} new, {d['skipped']} skipped, "
-        f"{d['incomplete']} incomplete",
+        f"{d['incomplete']} incomplete" + (f", {d['archived']} archived" if d["archived"] else ""),
         f"tiers       {d['hot']} hot, {d['cold']} cold; agents "
         + ", ".join(f"{k} {v}" for k, v in d["agents"].items()),
         "redacted    "
@@ -404,6 +458,7 @@ def render_status(status: Status) -> str:
         f"bytes       source {d['sourceBytes']['total']:,}; index {d['indexBytes']:,}"
         + _ratios(ratio),
     ]
+    lines.append(_archive_line(d))
     if d["displayCutSessions"]:
         lines.append(
             f"display     {d['displayCutSessions']} sessions have entries longer than "
@@ -421,6 +476,8 @@ def render_status(status: Status) -> str:
         lines.append(f"incomplete  {s['path']}: {', '.join(s['reasons'])}")
     for sk in d["skippedSessions"]:
         lines.append(f"skipped     {sk['path']}: {sk['reason']}")
+    for p in d["archive"].get("notKeptSessions", []):
+        lines.append(f"not kept    {p}: archive_full (raise [archive] maxBytes)")
     for p in d["staleSessions"]:
         lines.append(f"stale       {p}")
     for p in d["newSessions"]:

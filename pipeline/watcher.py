@@ -25,7 +25,7 @@ import os
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import structlog
@@ -33,11 +33,15 @@ from watchdog.events import FileSystemEvent, FileSystemEventHandler
 from watchdog.observers import Observer
 from watchdog.observers.api import BaseObserver
 
+from pipeline.archiving import archive_of, begins_with
 from pipeline.classify import Known, classify, known_from_event
 from pipeline.discovery import discover, is_session, under
+from pipeline.keepout import KeepOut
 from pipeline.resume import resume_after, usable_manifest
 from pipeline.settings import RunSettings
+from store.archive import key_name
 from store.config import Config
+from store.errors import CorruptRecord
 from store.journal import Journal
 from store.reasons import SOURCE_UNREADABLE
 from store.records import SourceEvent
@@ -45,6 +49,8 @@ from store.records import SourceEvent
 __all__ = ["Observers", "Watcher", "WatcherStats"]
 
 log = structlog.get_logger()
+
+_UNSEEN = object()
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +99,14 @@ class Watcher:
             ((str(root), agent) for agent, root in config.roots.items()),
             key=lambda r: -len(r[0]),
         )
+        self.keep_out = KeepOut(config)
+        self.keeps = archive_of(config) is not None
+        # sessions whose source is gone (kept from the archive, or dropped): no file to watch,
+        # but a forget or an exclusion still has to reach them; path -> agent
+        self.archived: dict[str, str] = {}
+        self._tombstones: object = _UNSEEN
+        self._first_scan = True
+        self._sizes: dict[str, tuple[int, str]] = {}
 
     # -- start -----------------------------------------------------------------------------
 
@@ -102,6 +116,9 @@ class Watcher:
         view: dict[str, Known] = {}
         if manifest is not None:
             for s in manifest.sessions:
+                if s.archived:
+                    self.archived[s.path] = s.agent
+                    continue
                 view[s.path] = Known(
                     s.agent, s.dev, s.inode, s.size, s.mtime_ns, s.ctime_ns, s.source_hash
                 )
@@ -112,10 +129,16 @@ class Watcher:
             known = known_from_event(event)
             if known is None:
                 view.pop(event.path, None)
+                if event.kind == "delete":
+                    self.archived[event.path] = event.agent
+                else:
+                    self.archived.pop(event.path, None)
             else:
                 view[event.path] = known
+                self.archived.pop(event.path, None)
         self.view = view
         self._rescan = True
+        self._tombstones = _UNSEEN  # the first loop looks for what is to be forgotten
 
     # -- the observer side (any thread) ----------------------------------------------------
 
@@ -134,22 +157,33 @@ class Watcher:
     def loop_once(self, now: float) -> bool:
         """Journal what changed since the last call; True when it journaled something."""
         self.changed.clear()  # a mark from now on wakes the next pause
+        forgotten = self._forget_blocked()
         if self._rescan or now >= self._next_scan:
             self.reconcile(now)
         backlog = self.journal.head() - self.published()
         self._held_back = backlog > self.settings.max_pending_events
         if self._held_back:
-            return False
+            return forgotten
         with self._lock:
             if not self._dirty:
-                return False
+                return forgotten
             paths = sorted(self._dirty)[: self.settings.classify_batch]
             self._dirty.difference_update(paths)
         events: list[SourceEvent] = []
         now_ns = self.now_ns()
+        self._sizes = {}
         for path in paths:
             known = self.view.get(path)
+            if known is not None and known.hash is not None:
+                self._sizes[path] = (known.size, known.hash)
             agent = self.agent_of(path)
+            if known is not None and self.keep_out.blocks(path):
+                # excluded or forgotten while indexed: purged from the index and the archive
+                events.append(_forget(path, known.agent, now_ns))
+                self.view.pop(path, None)
+                continue
+            if known is None and self.keep_out.blocks(path):
+                continue
             if agent is None:  # not (or no longer) a session file discovery would list
                 event = _gone(path, known, now_ns) if known is not None else None
                 after = None
@@ -159,8 +193,13 @@ class Watcher:
                 self.view.pop(path, None)
             else:
                 self.view[path] = after
+                self.archived.pop(path, None)
             if event is not None:
+                if event.kind == "delete":
+                    self.archived[path] = event.agent  # the archive may keep it
                 events.append(event)
+        if events and self.keeps:
+            events = self._moves(events)
         if events:
             placed = self.journal.append(events)
             self.journaled += len(placed)
@@ -178,7 +217,11 @@ class Watcher:
             self._rescan = False
         self._next_scan = now + self.settings.reconcile_s
         candidates, problems = discover(self.config.roots)
+        candidates = self.keep_out.keep(candidates)
         unreadable = [p for p, _, reason in problems if reason == SOURCE_UNREADABLE]
+        if self._first_scan:
+            self._first_scan = False
+            self._unknown_chains(candidates)
         seen: set[str] = set()
         changed: list[str] = []
         for c in candidates:
@@ -197,6 +240,94 @@ class Watcher:
         self.journal.trim(resume_after(self.config.index_dir, self.journal))
         if changed:
             log.info("watch.reconciled", changed=len(changed), files=len(candidates))
+
+    # -- the archive ---------------------------------------------------------------------
+
+    def _forget_blocked(self) -> bool:
+        """Journal a forget event for each session the tombstones or the exclusion rules
+        now keep out (checked at start and whenever the tombstones change); True if any."""
+        stamp = self.keep_out.archive.tombstones_stamp()
+        if stamp == self._tombstones:
+            return False
+        self._tombstones = stamp
+        known = {**self.archived, **{p: k.agent for p, k in self.view.items()}}
+        try:
+            blocked = self.keep_out.blocked(known)
+        except CorruptRecord as exc:
+            log.error("archive.tombstones_unreadable", error=str(exc))
+            return False
+        if not blocked:
+            return False
+        now_ns = self.now_ns()
+        events = [_forget(p, known[p], now_ns) for p in sorted(blocked)]
+        for p in blocked:
+            self.view.pop(p, None)
+            self.archived.pop(p, None)
+        placed = self.journal.append(events)
+        self.journaled += len(placed)
+        log.info("journal.appended", events=len(placed), forgotten=len(placed))
+        return True
+
+    def _moves(self, events: list[SourceEvent]) -> list[SourceEvent]:
+        """A session file renamed within the roots is a delete and a new file with the same
+        inode that begins with the old bytes: the old path's delete says ``moved``, so its
+        archived copy goes instead of standing beside the session's new path."""
+        out: list[SourceEvent] = []
+        fresh = {(e.dev, e.inode): e for e in events if e.kind != "delete"}
+        for e in events:
+            if e.kind == "delete" and e.dev >= 0:
+                to = fresh.get((e.dev, e.inode))
+                if to is None:
+                    to_path = next(
+                        (p for p, k in self.view.items() if (k.dev, k.inode) == (e.dev, e.inode)),
+                        None,
+                    )
+                else:
+                    to_path = to.path
+                known = self._sizes.pop(e.path, None)
+                if (
+                    to_path is not None
+                    and to_path != e.path
+                    and known is not None
+                    and begins_with(to_path, *known)
+                ):
+                    e = replace(e, extra={**e.extra, "moved": to_path})
+                    self.archived.pop(e.path, None)
+            out.append(e)
+        return out
+
+    def _unknown_chains(self, live: Iterable[object]) -> None:
+        """At start: archived sessions the published index does not hold (built under
+        another policy, or the index was lost) get a delete event, which the worker turns
+        into a session read from the archive; forgotten or excluded ones a forget event."""
+        if not self.keeps:
+            return
+        archive = self.keep_out.archive
+        names = archive.names()
+        if not names:
+            return
+        names -= {key_name(getattr(c, "path", "")) for c in live}
+        names -= {key_name(p) for p in self.archived}
+        now_ns = self.now_ns()
+        events: list[SourceEvent] = []
+        for name in sorted(names):
+            try:
+                chain = archive.head_of(name)
+            except CorruptRecord:
+                continue
+            if chain is None or chain.length == 0 or key_name(chain.key) != name:
+                continue
+            if self.keep_out.blocks(chain.key):
+                events.append(_forget(chain.key, chain.agent, now_ns))
+                continue
+            self.archived[chain.key] = chain.agent
+            events.append(
+                SourceEvent("delete", chain.key, chain.agent, 0, 0, 0, chain.stamp[3], 0, 0, now_ns)
+            )
+        if events:
+            placed = self.journal.append(events)
+            self.journaled += len(placed)
+            log.info("archive.found", events=len(placed))
 
     # -- helpers ---------------------------------------------------------------------------
 
@@ -228,6 +359,10 @@ class Watcher:
             journal_bytes=self.journal.bytes_written,
             held_back=self._held_back,
         )
+
+
+def _forget(path: str, agent: str, now_ns: int) -> SourceEvent:
+    return SourceEvent("forget", path, agent, 0, 0, 0, 0, 0, 0, now_ns)
 
 
 def _gone(path: str, known: Known, now_ns: int) -> SourceEvent:

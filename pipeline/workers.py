@@ -30,12 +30,14 @@ from typing import Final, Protocol
 import blake3
 import structlog
 
-from pipeline.engine import DELETE, Change, SessionEngine, Skip, Upsert
+from pipeline.archiving import archive_of
+from pipeline.engine import DELETE, FORGET, Change, Drop, SessionEngine, Skip, Upsert
 from pipeline.quarantine import Breadcrumb, Quarantined
 from pipeline.resume import resume_after, usable_manifest
 from pipeline.settings import RunSettings
 from stages.policy import Policy
 from stages.tier import COLD, HOT, assign_tiers
+from store.archive import source_of
 from store.checkpoints import Checkpoint, CheckpointStore
 from store.config import Config
 from store.journal import Journal
@@ -51,8 +53,9 @@ INDEX_VERSION: Final = 1
 
 
 def shard_of(path: str, workers: int) -> int:
-    """The worker that owns *path* (stable across restarts and machines)."""
-    digest = blake3.blake3(path.encode("utf-8", "surrogateescape")).digest()
+    """The worker that owns *path* (stable across restarts and machines); an old version
+    kept from the archive belongs with the session it came from."""
+    digest = blake3.blake3(source_of(path).encode("utf-8", "surrogateescape")).digest()
     return int.from_bytes(digest[:8], "little") % workers
 
 
@@ -104,7 +107,13 @@ class IndexWorker:
         self.policy = policy
         self.clock = clock
         self.name = f"index-{worker_id}"
-        self.engine = SessionEngine(config.index_dir, policy, settings=settings.engine, clock=clock)
+        self.engine = SessionEngine(
+            config.index_dir,
+            policy,
+            settings=settings.engine,
+            clock=clock,
+            archive=archive_of(config),
+        )
         self.checkpoints = CheckpointStore(IndexLayout(config.index_dir).checkpoints)
         self.position = -1
         self.states: dict[str, SessionState] = {}
@@ -116,6 +125,8 @@ class IndexWorker:
         self._tiers: dict[str, str] = {}
         self._boundary: tuple[float, str] | None = None
         self._retier_pending = False
+        # archived sessions to drop at start: the archive is no longer kept ([archive] keep)
+        self._unkept: list[str] = []
         self._checkpointed = -1
         self._checkpoint_at = 0.0
 
@@ -123,6 +134,13 @@ class IndexWorker:
         manifest = usable_manifest(self.config.index_dir, self.policy.fingerprint())
         if manifest is not None:
             for s in manifest.sessions:
+                if s.archived:
+                    # no file: cold, outside the hot set's order (as `run --once` places it)
+                    if self.owns(s.path):
+                        self.states[s.path] = s
+                        if self.engine.keeper is None:
+                            self._unkept.append(s.path)
+                    continue
                 self.mtimes[s.path] = s.mtime_ns
                 if self.owns(s.path):
                     self.states[s.path] = s
@@ -145,6 +163,11 @@ class IndexWorker:
         if self._retier_pending:
             self._retier_pending = False
             changes = self._retier(self._tiers)
+            for path in self._unkept:
+                change = Drop(path)
+                self._record(change)
+                changes.append(change)
+            self._unkept = []
             if changes:
                 self._send(self.position, changes)
                 return True
@@ -185,6 +208,7 @@ class IndexWorker:
             if change is not None:
                 self._record(change)
                 changes.append(change)
+            changes += self._extra()
             if changes and self.clock() - flushed >= self.settings.flush_s:
                 # A long batch (a backlog of whole builds) still publishes as it goes.
                 self._send(self.position, changes)
@@ -213,7 +237,7 @@ class IndexWorker:
         path = event.path
         before = self.mtimes.get(path)
         hot = self._tiers.get(path) == HOT
-        if event.kind == DELETE:
+        if event.kind in (DELETE, FORGET):
             self.mtimes.pop(path, None)
             self._tiers.pop(path, None)
             return hot
@@ -246,6 +270,7 @@ class IndexWorker:
                 self._done_with()
                 self._record(change)
                 changes.append(change)
+                changes += self._extra()
                 log.info("session.retiered", path=path, tier=want)
         return changes
 
@@ -259,10 +284,17 @@ class IndexWorker:
             change = self.engine.merge(path, state.agent, self._tiers.get(path, state.tier))
             self._done_with()
             self._record(change)
-            self._send(self.position, [change])
+            self._send(self.position, [change, *self._extra()])
             log.info("session.merged", path=path, deltas=len(state.index_deltas))
             return True
         return False
+
+    def _extra(self) -> list[Change]:
+        """Changes the engine made to other sessions on the way (retired old versions)."""
+        extra, self.engine.extra = self.engine.extra, []
+        for change in extra:
+            self._record(change)
+        return extra
 
     def _working_on(self, path: str) -> None:
         # Left set when the work raises: a session that crashes the worker is still named.

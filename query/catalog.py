@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
+from query.archived import note_archived
 from query.args import RESPONSE_MAX_CHARS, Scope, parse_scope
 from query.errors import InvalidArgument
 from query.freshness import Freshness
@@ -310,6 +311,7 @@ def catalog(
     hints = widen_hints(gen, resolved, agent=req.agent, branches=req.branches, found=len(heads))
     if hints:
         coverage["hints"] = hints
+    note_archived(coverage, resolved.sessions, freshness.archive)
     return _bounded(req, out, heads, coverage)
 
 

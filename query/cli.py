@@ -6,6 +6,7 @@
     query secrets [--scope S]                  where credentials were redacted (local only)
     query call '<token json>'                                                run a follow/next
     query catalog [--scope S] [--agent A]                     capability heads seen in history
+    query export SESSION [--format md|html|jsonl|source] [--out FILE]   one session as a file
     query serve                                   the read-only query server on the index socket
     query mcp                                        a Model Context Protocol server over stdio
     query ui [--port N]                     a local read-only web page (127.0.0.1, token URL)
@@ -185,6 +186,26 @@ def _parser() -> argparse.ArgumentParser:
     )
     _scoped(se)
 
+    xp = sub.add_parser(
+        "export",
+        help="write one session as Markdown, self-contained HTML, JSON lines, or its exact "
+        "source bytes (from the archive when the file is gone)",
+        epilog="Example: query export claude:5e55107a-… --format html --out session.html",
+    )
+    xp.add_argument("session", help="session file path or session id")
+    xp.add_argument(
+        "--format",
+        dest="export_format",
+        choices=("md", "html", "jsonl", "source"),
+        default="md",
+        help="md (default), html (one file, readable offline), jsonl (a header line, then one "
+        "entry per line) or source (the bytes it was indexed from)",
+    )
+    xp.add_argument("--branches", choices=BRANCH_MODES, help="active (default) or all")
+    xp.add_argument("--out", help="write to this file (default: standard output)")
+    xp.add_argument("--config", help="configuration TOML (default: as every command)")
+    xp.add_argument("--cwd", help="resolve a relative path from here")
+
     add_serve_parser(sub)
     add_mcp_parser(sub)
 
@@ -233,6 +254,7 @@ def _local(config: Any, ns: argparse.Namespace, cwd: str) -> tuple[str, dict[str
             cwd=cwd,
             roots=engine.roots,
             redactor=redactor(config.privacy.disabled_rules),
+            archive=engine.archive,
         )
         return "memory.expand", found
 
@@ -342,6 +364,45 @@ def _whole_session(args: dict[str, Any], result: dict[str, Any]) -> bool:
     )
 
 
+def _export(ns: argparse.Namespace) -> int:
+    """`query export`: answered in this process (a file, not a result object)."""
+    from query.engine import Engine
+    from query.export import ExportError, export
+
+    try:
+        config = load_config(ns.config)
+        cwd = os.path.abspath(ns.cwd) if ns.cwd else os.getcwd()
+        with Engine(config) as engine:
+            done = export(
+                engine.refresh(),
+                ns.session,
+                fmt=ns.export_format,
+                branches=ns.branches or "active",
+                cwd=cwd,
+                roots=engine.roots,
+                freshness=engine.freshness,
+            )
+    except ConfigError as exc:
+        sys.stderr.write(f"query: {exc}\n")
+        return EXIT_USAGE
+    except ExportError as exc:
+        sys.stderr.write(f"query export: {exc.code}: {exc.message}\n")
+        return EXIT_ANSWERED_ERROR
+    except StoreError as exc:
+        sys.stderr.write(f"query: {exc}\n")
+        return exit_for_store_error(exc)
+    if ns.out:
+        with open(ns.out, "wb") as f:
+            f.write(done.data)
+        if done.state.archived:
+            sys.stderr.write(f"query export: {done.state.path} is archived (its file is gone)\n")
+    else:
+        sys.stdout.flush()
+        sys.stdout.buffer.write(done.data)
+        sys.stdout.buffer.flush()
+    return EXIT_OK
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     print_file_names_as_bytes()
     return quiet_on_closed_pipe(lambda: _main(argv))
@@ -359,6 +420,8 @@ def _main(argv: Sequence[str] | None) -> int:
         run: Any = ns.run
         code: int = run(ns)
         return code
+    if ns.command == "export":
+        return _export(ns)
     try:
         config = load_config(ns.config)
         cwd = os.path.abspath(ns.cwd) if ns.cwd else os.getcwd()

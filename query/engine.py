@@ -37,6 +37,7 @@ from query.regex import RegexLimits, RegexRunner
 from query.scope import Listings
 from query.search import Budgets
 from query.sessions import sessions as run_sessions
+from store.archive import Archive
 from store.config import Config
 from store.errors import SnapshotMissing
 from store.layout import IndexLayout
@@ -71,7 +72,8 @@ class Engine:
         )
         # None where inotify cannot be had: then every request stats, as a one-shot one does
         self.changes = Changes.open() if changes else None
-        self.freshness = Freshness(self.changes)
+        self.archive = Archive(config.archive_dir)
+        self.freshness = Freshness(self.changes, self.archive)
         self.listings = Listings(self.changes)
         self._index_folder = os.path.abspath(self.config.index_dir)
         self._current_file = str(IndexLayout(Path(self._index_folder)).current)
@@ -212,7 +214,7 @@ class Engine:
             self.changes.close()
             self.changes = None
             self._current_seen = None
-            self.freshness = Freshness()
+            self.freshness = Freshness(archive=self.archive)
             self.listings = Listings()
 
     def __enter__(self) -> Engine:

@@ -24,6 +24,8 @@ from typing import Final, Literal
 import blake3
 
 from query.changes import Batch, Changes
+from store.archive import Archive
+from store.errors import CorruptRecord
 from store.records import SessionState
 
 __all__ = ["Freshness", "Observation", "Status"]
@@ -65,7 +67,9 @@ class Freshness:
     feed, the owner calls ``sync`` with each drained batch before a request observes anything.
     """
 
-    def __init__(self, changes: Changes | None = None) -> None:
+    def __init__(self, changes: Changes | None = None, archive: Archive | None = None) -> None:
+        # where sessions whose source is gone are kept: their bindings are its chains' hashes
+        self.archive = archive
         self._verdicts: dict[tuple[str, int, int, int, int, int], str] = {}
         self._changes = changes
         # path -> (the state the verdict is for, the verdict); only while the feed vouches
@@ -138,6 +142,8 @@ class Freshness:
 
     def observe(self, state: SessionState, *, need_hash: bool = False) -> Observation:
         """Compare the live file with *state*; ``need_hash`` also reports a changed file's hash."""
+        if state.archived:
+            return self._kept(state)
         changes = self._changes
         if changes is None:
             return self._look(state, need_hash)[0]
@@ -159,6 +165,22 @@ class Freshness:
             self.epoch += 1
             self._move(path)
         return o
+
+    def _kept(self, state: SessionState) -> Observation:
+        """A session read from the archive is current while its chain holds exactly the
+        bytes it was indexed from (the chain's blake3 is then its source hash): follow
+        tokens verify against the kept copy, as they do against a live file."""
+        if self.archive is None:
+            return Observation("missing")
+        try:
+            chain = self.archive.head(state.path)
+        except (CorruptRecord, OSError):
+            return Observation("unreadable")
+        if chain is None or chain.key != state.path:
+            return Observation("missing")  # forgotten meanwhile
+        if (chain.length, chain.hash) == (state.size, state.source_hash):
+            return Observation("fresh", chain.hash)
+        return Observation("changed", chain.hash)
 
     def _look(self, state: SessionState, need_hash: bool) -> tuple[Observation, int]:
         """The observation, and the file's link count (0 when it could not be stat-ed)."""

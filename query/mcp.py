@@ -323,6 +323,10 @@ RECALL_OUTPUT: Final = _output(
                     "score": {"type": "number"},
                     "snippet": {"type": "string"},
                     "follow": _TOKEN,
+                    "archived": {
+                        "type": "boolean",
+                        "description": "the session's file is gone: read from the archive",
+                    },
                 },
                 "required": ["kind", "sessionId", "score", "follow"],
             },
@@ -368,6 +372,7 @@ SESSIONS_OUTPUT: Final = _output(
                     "entryCount": {"type": "integer"},
                     "firstPrompt": {"type": "string"},
                     "counts": {"type": "object"},
+                    "archived": {"type": "boolean"},
                 },
                 "required": ["id", "file", "entryCount"],
             },

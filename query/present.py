@@ -162,6 +162,8 @@ def entry_hit(item: EntryItem, plan: Plan, snippet_chars: int, branches: str) ->
     hit.update(subagent_fields(e))
     if e.family:
         hit["family"] = e.family
+    if state.archived:
+        hit["archived"] = True  # the source is gone: read from the archive's kept copy
     hit["score"] = wire_score(item.score)
     hit["snippet"] = text
     hit["truncated"] = cut or (e.truncated and not item.shard.complete_text)
@@ -185,7 +187,7 @@ def session_hit(item: SessionItem, request_args: dict[str, Any], branches: str) 
     args["branches"] = branches
     args["expectedSourceHash"] = state.source_hash
     args["expectedLineageFingerprint"] = state.view(branches).lineage_fingerprint
-    return {
+    hit = {
         "kind": "session",
         "sessionId": bounded(session_label(state.agent, state.session_id)),
         "tier": "cold",
@@ -196,6 +198,9 @@ def session_hit(item: SessionItem, request_args: dict[str, Any], branches: str) 
         "matchedStructuralEntries": item.matched_structural,
         "follow": {"ref": "memory.recall", "args": args},
     }
+    if state.archived:
+        hit["archived"] = True
+    return hit
 
 
 def page(

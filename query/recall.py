@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
+from query.archived import note_archived
 from query.args import RecallRequest
 from query.freshness import Freshness, Observation
 from query.generation import (
@@ -496,6 +497,7 @@ def recall(
         _, shown = _incomplete(searched, req.branches, display_haystack=True, hydrated=False)
         if MAX_ENTRY_CHARS in shown:
             coverage["notes"] = [MAX_ENTRY_CHARS]
+    note_archived(coverage, searched, freshness.archive)
     hints = widen_hints(
         gen,
         resolved,

@@ -128,6 +128,12 @@ def _coverage(coverage: dict[str, Any]) -> str:
         text += (
             "\n  (some entries are shown cut to maxEntryChars; the search read their whole text)"
         )
+    archived = coverage.get("archived")
+    if archived:
+        text += (
+            f"\n  ({archived['sessions']} sessions read from the archive: their files were "
+            f"deleted, sessiondex kept a copy in {archived['copies']})"
+        )
     for hint in coverage.get("hints", []):
         text += f"\n  try: {hint['message']}"
     return text
@@ -153,7 +159,8 @@ def _recall(result: dict[str, Any], terms: Sequence[str]) -> str:
                 what += f" [{hit['outcome']}]"
             out.append(
                 f"{n:>3}. {hit['score']:<7.3g} {hit['sessionId']} #{hit['index']} {what}  "
-                f"{_when(hit['timestamp'])}  ({hit['tier']})"
+                f"{_when(hit['timestamp'])}  ({hit['tier']}"
+                + (", archived: file deleted)" if hit.get("archived") else ")")
             )
             text = mark_terms(printable(hit["snippet"]).strip("\n"), terms)
             out.append(_indent(text + (" [truncated]" if hit["truncated"] else "")))
@@ -165,7 +172,9 @@ def _recall(result: dict[str, Any], terms: Sequence[str]) -> str:
         else:
             out.append(
                 f"{n:>3}. {hit['score']:<7.3g} {hit['sessionId']} (cold session, "
-                f"{hit['matchedTerms']} terms, {hit['matchedStructuralEntries']} structural)  "
+                f"{hit['matchedTerms']} terms, {hit['matchedStructuralEntries']} structural"
+                + (", archived: file deleted" if hit.get("archived") else "")
+                + ")  "
                 f"last {_when(hit['lastTimestamp'])}  {hit['cwd']}"
             )
             out.append(f"     → {_token(hit['follow'])}")
@@ -228,7 +237,7 @@ def _sessions(result: dict[str, Any]) -> str:
             )
         if s.get("firstPrompt"):
             out.append(f"    > {s['firstPrompt']}")
-        out.append(f"    {s['file']}")
+        out.append(f"    {s['file']}" + ("  (archived: file deleted)" if s.get("archived") else ""))
     if not out:
         out.append("no sessions in scope")
     if "coverage" in result:

@@ -129,6 +129,7 @@ class EntryHit:
     agent_id: str | None = None
     parent_tool_call_id: str | None = None
     family: str | None = None
+    archived: bool = False
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> EntryHit:
@@ -157,6 +158,7 @@ class EntryHit:
             sidechain=bool(d.get("sidechain")),
             agent_id=d.get("agentId"),
             parent_tool_call_id=d.get("parentToolCallId"),
+            archived=bool(d.get("archived")),
         )
 
 
@@ -174,6 +176,7 @@ class SessionHit:
     follow: Call
     raw: Mapping[str, Any] = _raw()
     kind: str = "session"
+    archived: bool = False
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> SessionHit:
@@ -187,6 +190,7 @@ class SessionHit:
             matched_structural_entries=d.get("matchedStructuralEntries", 0),
             follow=Call.from_dict(d["follow"]),
             raw=d,
+            archived=bool(d.get("archived")),
         )
 
 
@@ -350,6 +354,7 @@ class SessionRow:
     branches: str
     lineage_fingerprint: str | None
     raw: Mapping[str, Any] = _raw()
+    archived: bool = False  # the file is gone: the session is read from the archive
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> SessionRow:
@@ -364,6 +369,7 @@ class SessionRow:
             branches=d.get("branches", "active"),
             lineage_fingerprint=d.get("lineageFingerprint"),
             raw=d,
+            archived=bool(d.get("archived")),
         )
 
 

@@ -27,6 +27,8 @@ from query.generation import Generation, RecordUnavailable
 from query.recall import stale_pointer
 from query.scope import resolve_scope, resolve_target
 from query.u16 import u16slice
+from store.archive import Archive
+from store.errors import StoreError
 from store.reasons import SOURCE_UNAVAILABLE
 from store.records import NormalizedEntry
 from store.redact import PLACEHOLDER, Redactor, fingerprint_of
@@ -108,9 +110,11 @@ def reveal(
     cwd: str,
     roots: Iterable[Path],
     redactor: Redactor,
+    archive: Archive | None = None,
 ) -> dict[str, Any]:
     """*result* (an expand answer) with its placeholders replaced by the original values
-    read from the session file, or a ``stale_pointer`` error when the file changed."""
+    read from the session file (from the *archive*'s copy when the file is gone), or a
+    ``stale_pointer`` error when the file changed."""
     if "error" in result or not result.get("entries"):
         return result
     target = resolve_target(gen, session, cwd=cwd, agent=None, roots=roots)
@@ -118,10 +122,17 @@ def reveal(
     if state is None:
         return result
     try:
-        with open(state.path, "rb") as f:
-            data = f.read(state.size)
-    except OSError as exc:
-        message = f"Session source is unavailable: {state.path} ({exc.strerror})"
+        if state.archived and archive is not None:
+            chain = archive.head(state.path)
+            if chain is None:
+                raise FileNotFoundError(2, "no archived copy")
+            data = archive.read(chain)
+        else:
+            with open(state.path, "rb") as f:
+                data = f.read(state.size)
+    except (OSError, StoreError) as exc:
+        why = exc.strerror if isinstance(exc, OSError) else str(exc)
+        message = f"Session source is unavailable: {state.path} ({why})"
         return {
             **result,
             "entries": [],

@@ -18,6 +18,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any, Final
 
+from query.archived import note_archived
 from query.args import SessionsRequest
 from query.freshness import Freshness
 from query.generation import Generation, RecordUnavailable
@@ -97,6 +98,10 @@ def sessions(
                 "lineageFingerprint": view.lineage_fingerprint,
             }
         )
+        if state.archived:
+            rows[-1]["archived"] = True
+            if freshness.archive is not None:
+                rows[-1]["archive"] = str(freshness.archive.folder(state.path))
         if seen is not None:
             prompt, counts = seen
             if prompt is not None:
@@ -124,7 +129,8 @@ def sessions(
     hints = widen_hints(
         gen, resolved, agent=req.agent, branches=req.branches, found=len(resolved.sessions)
     )
-    if reasons or hints:
+    archived = any(s.archived for s in resolved.sessions)
+    if reasons or hints or archived:
         out["coverage"] = {
             "complete": not reasons,
             "indexedSessions": len(resolved.sessions),
@@ -135,4 +141,5 @@ def sessions(
         }
         if hints:
             out["coverage"]["hints"] = hints
+        note_archived(out["coverage"], resolved.sessions, freshness.archive)
     return out

@@ -26,3 +26,7 @@ class Built:
     consumed: int = 1 << 62
     next_line: int = 1 << 62
     meta: dict[str, Any] | None = None  # a Claude subagent transcript's sidecar
+    # old versions of this session the archive keeps on their own, indexed (cold) meanwhile,
+    # and the paths of those the file holds again (no longer kept: their sessions go)
+    retired: tuple[SessionState, ...] = ()
+    dropped: tuple[str, ...] = ()

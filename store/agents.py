@@ -17,7 +17,8 @@ from typing import Final
 
 __all__ = ["REGISTERED", "agent_names"]
 
-# One line per agent; the order is the order agents are listed in.
+# One line per agent; the order is the order agents are listed in. ("exclude" is taken: it is
+# the [sources] key of the globs no agent's sessions are read from.)
 REGISTERED: Final[tuple[str, ...]] = (
     "pi",
     "claude",

@@ -25,6 +25,15 @@ the roots the index was built from in its manifest, keeps only the roots the fil
     [privacy]                      # credential redaction at index time (store.redact)
     redact = true
     disabledRules = []             # rule ids, e.g. ["generic-api-key"]
+
+    [archive]                      # the kept copy of every indexed session (store.archive)
+    keep = true
+    dir = "<indexDir>-archive"     # beside the index folder: not derived, so never in it
+    maxBytes = 4294967296          # compressed bytes; past it nothing more is kept
+
+``[sources] exclude`` lists globs of session files never to index (and to purge from the index
+and the archive): an absolute (or ``~``) pattern matches the file's path, a relative one its
+path below any root; ``**`` crosses folders, ``*`` does not.
 """
 
 from __future__ import annotations
@@ -38,7 +47,15 @@ from typing import Any
 
 from store.agents import agent_names
 
-__all__ = ["MEMORY_KEYS", "Config", "ConfigError", "MemoryConfig", "PrivacyConfig", "load_config"]
+__all__ = [
+    "MEMORY_KEYS",
+    "ArchiveConfig",
+    "Config",
+    "ConfigError",
+    "MemoryConfig",
+    "PrivacyConfig",
+    "load_config",
+]
 
 KIB = 1024
 MIB = 1024 * KIB
@@ -124,19 +141,48 @@ class PrivacyConfig:
     disabled_rules: tuple[str, ...] = ()
 
 
+# The archive's default cap: a heavy user's years of sessions compress to well under it, and
+# a runaway writer cannot fill the disk through it.
+DEFAULT_ARCHIVE_MAX_BYTES = 4 * GIB
+
+
+@dataclass(frozen=True, slots=True)
+class ArchiveConfig:
+    """``[archive]``: ``keep`` the indexed bytes of every session (on by default) in ``dir``
+    (None: ``<indexDir>-archive``, beside the index folder) up to ``max_bytes`` of compressed
+    bytes."""
+
+    keep: bool = True
+    dir: Path | None = None
+    max_bytes: int = DEFAULT_ARCHIVE_MAX_BYTES
+
+
 @dataclass(frozen=True, slots=True)
 class Config:
     """Resolved configuration. ``roots`` maps agent → absolute root (may not exist): every
-    root the file names, and every other registered agent's default when loaded with them."""
+    root the file names, and every other registered agent's default when loaded with them;
+    ``exclude`` holds the ``[sources] exclude`` globs, ``~`` and variables expanded."""
 
     roots: Mapping[str, Path]
     memory: MemoryConfig
     path: Path | None = None
     privacy: PrivacyConfig = field(default_factory=PrivacyConfig)
+    archive: ArchiveConfig = field(default_factory=ArchiveConfig)
+    exclude: tuple[str, ...] = ()
 
     @property
     def index_dir(self) -> Path:
         return self.memory.index_dir
+
+    @property
+    def archive_dir(self) -> Path:
+        """Where the archive lives (also when ``keep`` is off: it may hold earlier copies):
+        beside the index folder by default (``~/.local/state/sessiondex-archive``), never in
+        it, so the index folder holds only derived state and no credential (the archive is a
+        copy of the session files, as private as they are)."""
+        if self.archive.dir is not None:
+            return self.archive.dir
+        return self.index_dir.with_name(self.index_dir.name + "-archive")
 
     @classmethod
     def from_mapping(
@@ -151,7 +197,7 @@ class Config:
         the file does not name gets its root from *defaults* (agent → root as written)."""
         where = str(path) if path else "<config>"
         base = base or (path.parent if path else Path.cwd())
-        unknown = set(data) - {"sources", "memory", "privacy"}
+        unknown = set(data) - {"sources", "memory", "privacy", "archive"}
         if unknown:
             raise ConfigError(f"{where}: unknown section or key {sorted(unknown)[0]!r}")
         sources = _table(data, "sources", where)
@@ -159,9 +205,10 @@ class Config:
         roots: dict[str, Path] = {}
         known = agent_names()
         for key in sources:
-            if key not in known:
-                expected = ", ".join(known)
+            if key not in (*known, "exclude"):
+                expected = ", ".join((*known, "exclude"))
                 raise ConfigError(f"{where}: unknown key sources.{key} (one of {expected})")
+        exclude = _exclude(sources.get("exclude", []), where)
         for key in known:
             if key in sources:
                 raw = sources[key]
@@ -198,12 +245,21 @@ class Config:
                 raise ConfigError(f"{where}: memory.indexDir must be a non-empty path string")
             values["index_dir"] = _resolve(raw, base)
         privacy = _privacy(_table(data, "privacy", where), where)
-        return cls(roots=roots, memory=MemoryConfig(**values), path=path, privacy=privacy)
+        archive = _archive(_table(data, "archive", where), where, base)
+        return cls(
+            roots=roots,
+            memory=MemoryConfig(**values),
+            path=path,
+            privacy=privacy,
+            archive=archive,
+            exclude=exclude,
+        )
 
     def to_toml(self) -> str:
         """Every key with its value: what `pipeline config` prints and the example file holds."""
         lines = ["[sources]"]
         lines += [f'{k} = "{v}"' for k, v in self.roots.items()]
+        lines.append("exclude = [" + ", ".join(_quoted(g) for g in self.exclude) + "]")
         lines += ["", "[memory]", f'indexDir = "{self.memory.index_dir}"']
         names = {f.name for f in fields(MemoryConfig)}
         for bk in _BOOL_KEYS:
@@ -214,7 +270,38 @@ class Config:
         disabled = ", ".join(f'"{r}"' for r in self.privacy.disabled_rules)
         lines += ["", "[privacy]", f"redact = {str(self.privacy.redact).lower()}"]
         lines.append(f"disabledRules = [{disabled}]")
+        lines += ["", "[archive]", f"keep = {str(self.archive.keep).lower()}"]
+        lines += [f"dir = {_quoted(str(self.archive_dir))}", f"maxBytes = {self.archive.max_bytes}"]
         return "\n".join(lines) + "\n"
+
+
+def _quoted(text: str) -> str:
+    """A TOML basic string (JSON's escapes are TOML's)."""
+    import json
+
+    return json.dumps(text, ensure_ascii=False)
+
+
+def _exclude(raw: Any, where: str) -> tuple[str, ...]:
+    if not isinstance(raw, list) or not all(isinstance(g, str) and g.strip() for g in raw):
+        raise ConfigError(f"{where}: sources.exclude must be a list of glob strings")
+    return tuple(os.path.expanduser(os.path.expandvars(g)) for g in raw)
+
+
+def _archive(table: Mapping[str, Any], where: str, base: Path) -> ArchiveConfig:
+    for key in table:
+        if key not in ("keep", "dir", "maxBytes"):
+            raise ConfigError(f"{where}: unknown key archive.{key} (keep, dir or maxBytes)")
+    keep = table.get("keep", True)
+    if not isinstance(keep, bool):
+        raise ConfigError(f"{where}: archive.keep must be true or false, got {keep!r}")
+    folder = table.get("dir")
+    if folder is not None and (not isinstance(folder, str) or not folder.strip()):
+        raise ConfigError(f"{where}: archive.dir must be a non-empty path string")
+    cap = table.get("maxBytes", DEFAULT_ARCHIVE_MAX_BYTES)
+    if isinstance(cap, bool) or not isinstance(cap, int) or not MIB <= cap <= 1 << 50:
+        raise ConfigError(f"{where}: archive.maxBytes = {cap!r} is out of range {MIB}..{1 << 50}")
+    return ArchiveConfig(keep, _resolve(folder, base) if folder else None, cap)
 
 
 def _privacy(table: Mapping[str, Any], where: str) -> PrivacyConfig:

@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Final
 
 __all__ = [
+    "ARCHIVE_FULL",
     "BRIDGED_PARENT",
     "CANDIDATE_DIGEST_BUDGET",
     "CANDIDATE_ENTRY_BUDGET",
@@ -73,6 +74,8 @@ INDEX_ERROR: Final = "index_error"
 UNKNOWN_RECORD_TYPE: Final = "unknown_record_type"
 NO_ENTRIES: Final = "no_entries"
 STALE_SESSION: Final = "stale_session"
+# The session's file is gone and the archive's copy stopped short of it: the cap was reached.
+ARCHIVE_FULL: Final = "archive_full"
 
 # -- size limits of the records and of an indexing pass (each names its [memory] key) --------
 # The stored display text was cut to maxEntryChars; postings and vocabularies cover the whole
@@ -122,6 +125,7 @@ REASONS: Final[dict[str, str]] = {
             UNKNOWN_RECORD_TYPE,
             NO_ENTRIES,
             STALE_SESSION,
+            ARCHIVE_FULL,
         ),
         FILES,
     ),

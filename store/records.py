@@ -486,6 +486,15 @@ class SessionState:
     # (writer version, record type, count) of every line, item or content-block type the
     # adapter does not know (``stages.drift``); the version is "" when the file names none.
     unknown_records: tuple[tuple[str, str, int], ...] = ()
+    # What the archive holds of these bytes (store.archive): "" nothing (keep is off), "kept"
+    # exactly them, "archived" the source is gone and the session is read from the archive,
+    # "archive_full" not (all) of them: the cap was reached.
+    archive: str = ""
+
+    @property
+    def archived(self) -> bool:
+        """True when the source is gone and the session lives on from the archive."""
+        return self.archive == "archived"
 
     @property
     def stamp(self) -> tuple[int, int, int, int, int]:
@@ -520,7 +529,13 @@ class SessionState:
             self.sidechain,
             list(self.index_deltas),
             list(self.entries_deltas),
-            *([[list(u) for u in self.unknown_records]] if self.unknown_records else []),
+            # Only when set: older rows keep their bytes (and chunk names).
+            *(
+                [[list(u) for u in self.unknown_records]]
+                if self.unknown_records or self.archive
+                else []
+            ),
+            *([self.archive] if self.archive else []),
         ]
 
     @classmethod
@@ -530,6 +545,7 @@ class SessionState:
             w[13], w[14], w[15], tuple(ViewSummary.from_wire(v) for v in w[16]), w[17],
             tuple(w[18]), tuple(w[19]),
             tuple((v, t, n) for v, t, n in w[20]) if len(w) > 20 else (),
+            w[21] if len(w) > 21 else "",
         )  # fmt: skip
 
 

@@ -411,7 +411,8 @@ class StoreWriter:
     # -- rebuild ---------------------------------------------------------------------------
 
     def wipe(self) -> None:
-        """Delete every derived file of the index (for `pipeline rebuild`), nothing else.
+        """Delete every derived file of the index (for `pipeline rebuild`), nothing else (the
+        archive, store.archive, lives beside the index folder and is not touched).
 
         Raises NotAnIndex when the folder holds files but none of the index's own.
         """

@@ -136,6 +136,18 @@ def grow_with_memo(raws: Any, read: Any, path: str, policies: Iterable[Any]) -> 
     return [memos, grown]
 
 
+def elsewhere(config: Config, index_dir: Path) -> Config:
+    """*config* indexing into *index_dir*, with the same archive: a clean rebuild of the same
+    sources (the archive is a source too: it holds the sessions whose files are gone)."""
+    from dataclasses import replace
+
+    return replace(
+        config,
+        memory=replace(config.memory, index_dir=index_dir),
+        archive=replace(config.archive, dir=config.archive_dir),
+    )
+
+
 def jsonl(records: Iterable[Mapping[str, Any]]) -> bytes:
     return b"".join(orjson.dumps(r) + b"\n" for r in records)
 

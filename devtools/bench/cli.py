@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from devtools import ROOT
+from devtools.bench.archive import archive_cost
 from devtools.bench.corpus import SIZES, ensure_corpus, plant_canaries, write_config
 from devtools.bench.floor import socket_floor
 from devtools.bench.groups import Query, build_groups
@@ -62,6 +63,12 @@ def _parser() -> argparse.ArgumentParser:
         help="check this many planted and off-branch terms (seeded sample) instead of all",
     )
     p.add_argument("--processes", type=int, help="pipeline worker processes")
+    p.add_argument(
+        "--archive-pairs",
+        type=int,
+        default=3,
+        help="A/B build pairs without and with the archive (0: only its size)",
+    )
     p.add_argument("--hot-sessions", type=int, help="memory.hotSessions (default: the default)")
     p.add_argument(
         "--quality-only",
@@ -102,6 +109,8 @@ def _log(msg: str) -> None:
 
 def _build(cfg: Path, index: Path, processes: int | None) -> dict[str, Any]:
     shutil.rmtree(index, ignore_errors=True)
+    # the archive beside it too: from empty means nothing kept from an earlier corpus either
+    shutil.rmtree(index.with_name(index.name + "-archive"), ignore_errors=True)
     argv = [_bin("pipeline"), "run", "--once", "--config", str(cfg), "--json", "--quiet"]
     if processes:
         argv += ["--processes", str(processes)]
@@ -353,7 +362,7 @@ def run(ns: argparse.Namespace) -> dict[str, Any]:
     work = (ns.work or default).resolve()
     work.mkdir(parents=True, exist_ok=True)
     # An earlier run's files go only after the timed builds (see devtools.bench.workdir).
-    set_aside(work, ("corpus", "index", "fts5.db", "fts5.db-wal", "fts5.db-shm"))
+    set_aside(work, ("corpus", "index", "index-archive", "fts5.db", "fts5.db-wal", "fts5.db-shm"))
     try:
         return _run(ns, work)
     finally:
@@ -394,6 +403,16 @@ def _run(ns: argparse.Namespace, work: Path) -> dict[str, Any]:
 
     _log("pipeline run --once from empty, then the no-op rerun")
     res["build"] = _build(cfg, index, ns.processes)
+    _log(f"archive: its size, and {ns.archive_pairs} builds without / with it, side by side")
+    res["archive"] = archive_cost(
+        _bin("pipeline"),
+        cfg,
+        work,
+        index.with_name(index.name + "-archive"),
+        source_bytes,
+        pairs=ns.archive_pairs,
+        processes=ns.processes,
+    )
     _log("FTS5 baseline build")
     res["fts5_build"] = _fts5_build(work / "fts5.db", roots)
     status = _status(cfg)

@@ -74,6 +74,9 @@ def evaluate(res: dict[str, Any]) -> list[dict[str, Any]]:
     share = noop["seconds"] / ours_s
     out.append(_target("noop_bytes", written, "== 0", written == 0))
     out.append(_target("noop_share", round(share, 4), "<= 0.05 of cold build", share <= 0.05))
+    ratio = (res.get("archive") or {}).get("build_ratio")
+    if ratio is not None:
+        out.append(_target("archive_build_ratio", ratio, "<= 1.10 (A/B pairs)", ratio <= 1.10))
     size = res.get("size_", {})
     cold_src = size.get("source_bytes", {}).get("cold")
     if cold_src:
@@ -138,6 +141,20 @@ def render(res: dict[str, Any]) -> str:
         f"cold); bytes written: report {noop['report_bytes_written']}, kernel "
         f"{noop['kernel_write_bytes']}, index files changed {noop['index_files_changed']}"
     )
+    arch = res.get("archive") or {}
+    if arch:
+        ratio = arch.get("build_ratio")
+        lines.append(
+            f"  archive: {arch['bytes'] / MB:.1f} MB kept, "
+            f"{arch['bytes_per_source_byte']} bytes per source byte"
+            + (
+                f"; build with / without it {ratio:.3f} (median of {len(arch['pairs'])} A/B pairs: "
+                + ", ".join(f"{p['ratio']:.3f}" for p in arch["pairs"])
+                + ")"
+                if ratio is not None
+                else ""
+            )
+        )
     if av.get("noop"):
         lines.append(
             f"  agentsview no-op re-sync: {av['noop']['seconds']:.2f} s, kernel bytes written "

@@ -15,7 +15,6 @@ from __future__ import annotations
 import random
 import threading
 import time
-from dataclasses import replace
 from pathlib import Path
 
 import orjson
@@ -28,7 +27,7 @@ from store.errors import CorruptRecord, SnapshotMissing
 from store.reader import open_snapshot
 from store.records import ColdDigest, HotShard, SessionEntries
 from tests.doubles import LivePipeline, pid_gone, wait_for
-from tests.helpers import generated, jsonl, user
+from tests.helpers import elsewhere, generated, jsonl, user
 
 pytestmark = pytest.mark.integration
 
@@ -149,7 +148,7 @@ def test_sigkill_at_random_moments_converges_to_a_clean_build(tmp_path: Path) ->
     wait_for(lambda: all(pid_gone(p) for p in leftovers), what="children of killed runs gone")
     assert appender.lines > 50
     # The index is exactly what a clean build makes of the final files
-    other = replace(config, memory=replace(config.memory, index_dir=tmp_path / "clean"))
+    other = elsewhere(config, tmp_path / "clean")
     build_index(other)
     clean = open_snapshot(other.index_dir).manifest
     live_manifest = open_snapshot(config.index_dir).manifest

@@ -15,7 +15,6 @@ from __future__ import annotations
 import statistics
 import time
 import uuid
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +28,7 @@ from store.config import Config
 from store.reader import open_snapshot
 from store.records import HotShard
 from tests.doubles import LivePipeline, wait_for
-from tests.helpers import generated, jsonl, user
+from tests.helpers import elsewhere, generated, jsonl, user
 
 pytestmark = pytest.mark.integration
 
@@ -144,7 +143,7 @@ def test_an_appended_entry_is_recalled_within_a_second(tmp_path: Path) -> None:
     finally:
         if live.process and live.process.poll() is None:
             live.kill()
-    other = replace(config, memory=replace(config.memory, index_dir=tmp_path / "clean"))
+    other = elsewhere(config, tmp_path / "clean")
     build_index(other)
     assert open_snapshot(config.index_dir).manifest.sessions == (
         open_snapshot(other.index_dir).manifest.sessions

@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import shutil
 import signal
-from dataclasses import replace
 from pathlib import Path
 
 import orjson
@@ -23,7 +22,7 @@ from store.errors import SnapshotMissing
 from store.reader import open_snapshot
 from store.records import HotShard, Manifest, SessionState
 from tests.doubles import LivePipeline, pid_gone, wait_for
-from tests.helpers import PiRoot, assistant, header, jsonl, user
+from tests.helpers import PiRoot, assistant, elsewhere, header, jsonl, user
 
 pytestmark = pytest.mark.integration
 
@@ -81,7 +80,7 @@ def idle(config: Config) -> bool:
 
 
 def assert_equals_clean_build(config: Config, tmp: Path) -> Manifest:
-    other = replace(config, memory=replace(config.memory, index_dir=tmp / "clean"))
+    other = elsewhere(config, tmp / "clean")
     build_index(other)
     clean = open_snapshot(other.index_dir).manifest
     live = open_snapshot(config.index_dir).manifest
@@ -127,9 +126,13 @@ def test_appends_rewrites_deletes_and_renames_are_followed(pi: PiRoot, tmp_path:
 
         def followed() -> bool:
             manifest = open_snapshot(config.index_dir).manifest
-            paths = {s.path: s for s in manifest.sessions}
+            paths = {s.path: s for s in manifest.sessions if not s.archived}
+            kept = [s.path for s in manifest.sessions if s.archived]
             return (
                 set(paths) == {str(b), str(c), str(renamed)}
+                # the deleted file, and the old versions of the rewrite and the truncation
+                and sorted(kept)[0] == str(a)
+                and len(kept) == 3
                 and paths[str(c)].view("active").entry_count == 1
                 and has_term(config, b, "rewrite0")
                 and not has_term(config, b, "tokensb0")
@@ -168,6 +171,7 @@ def test_a_backlog_made_while_stopped_is_indexed_at_start(pi: PiRoot, tmp_path: 
     assert {Path(s.path).name: s.tier for s in manifest.sessions} == {
         "a.jsonl": "hot",
         "e.jsonl": "cold",
+        "b.jsonl": "cold",  # deleted while stopped: kept from the archive
     }
 
 
@@ -304,7 +308,7 @@ def test_the_live_lexicon_converges_to_the_clean_build_while_running(
         # A new newest session turns the hot one cold: its bucket is rebuilt in the
         # background while the pipeline keeps publishing
         pi.session("s9", pi_session("s9", 3), mtime_s=5000)
-        other = replace(config, memory=replace(config.memory, index_dir=tmp_path / "clean"))
+        other = elsewhere(config, tmp_path / "clean")
 
         def converged() -> bool:
             manifest = open_snapshot(config.index_dir).manifest

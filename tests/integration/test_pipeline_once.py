@@ -21,6 +21,7 @@ from tests.helpers import (
     PiRoot,
     assistant,
     bash,
+    elsewhere,
     header,
     jsonl,
     tool_result,
@@ -122,10 +123,13 @@ def test_changes_are_followed(pi: PiRoot) -> None:
     b.unlink()
     pi.session("c", small_session("sc", "gamma"), mtime_s=500)
     report = build_index(config)
-    assert (report.indexed, report.removed) == (2, 1)
+    # b's file is gone: its session stays, read from the archive; it was the hot one, so it
+    # is built again, cold, from the archived bytes (a, c and b: three builds)
+    assert (report.indexed, report.removed, report.archived) == (3, 0, 1)
     manifest = open_snapshot(config.index_dir).manifest
-    states = {Path(s.path).name: s for s in manifest.sessions}
+    states = {Path(s.path).name: s for s in manifest.sessions if not s.archived}
     assert set(states) == {"a.jsonl", "c.jsonl"}
+    assert [Path(s.path).name for s in manifest.sessions if s.archived] == ["b.jsonl"]
     assert states["a.jsonl"].tier == "hot" and states["c.jsonl"].tier == "cold"
     assert states["a.jsonl"].view("active").entry_count == 5
     assert collect_status(config).as_dict()["stale"] == 0
@@ -227,10 +231,30 @@ def test_a_deletion_alone_is_published(pi: PiRoot) -> None:
     b = pi.session("b", small_session("sb", "beta"), mtime_s=2000)
     build_index(config)
     b.unlink()  # nothing left to index, no tier moves: only the removal
-    report = build_index(config)
+    report = build_index(replace(config, archive=replace(config.archive, keep=False)))
     assert (report.indexed, report.removed, len(report.generations)) == (0, 1, 1)
     manifest = open_snapshot(config.index_dir).manifest
     assert [Path(s.path).name for s in manifest.sessions] == ["a.jsonl"]
+
+
+def test_a_deletion_alone_is_published_as_archived(pi: PiRoot) -> None:
+    config = pi.write_config(hotSessions=5)
+    pi.session("a", small_session("sa", "alpha"), mtime_s=1000)
+    b = pi.session("b", small_session("sb", "beta"), mtime_s=2000)
+    build_index(config)
+    b.unlink()  # kept: b becomes cold (a build from its archived bytes) and archived
+    report = build_index(config)
+    assert (report.indexed, report.removed, report.archived, len(report.generations)) == (
+        1,
+        0,
+        1,
+        1,
+    )
+    manifest = open_snapshot(config.index_dir).manifest
+    assert {Path(s.path).name: s.archived for s in manifest.sessions} == {
+        "a.jsonl": False,
+        "b.jsonl": True,
+    }
 
 
 def test_a_pooled_build_writes_the_lexicon_an_inline_plan_expects(tmp_path: Path) -> None:
@@ -251,7 +275,7 @@ def test_a_pooled_build_writes_the_lexicon_an_inline_plan_expects(tmp_path: Path
     plan = LexiconKeeper(StoreWriter(config.index_dir)).plan(manifest.lexicon, cold)
     assert not plan.todo and plan.segments == manifest.lexicon
     again = tmp_path / "again"
-    other = replace(config, memory=replace(config.memory, index_dir=again))
+    other = elsewhere(config, again)
     build_index(other, processes=1)  # one worker, another order of work: the same files
     assert open_snapshot(again).manifest.lexicon == manifest.lexicon
 

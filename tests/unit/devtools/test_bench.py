@@ -176,7 +176,7 @@ def test_bench_runs_end_to_end_on_a_tiny_corpus(tmp_path: Path) -> None:
     argv = [sys.executable, "-m", "devtools.bench", "--sessions", "12", "--mean-kb", "12"]
     argv += ["--work", str(tmp_path), "--reps", "1", "--per-group", "3", "--cli-runs", "1"]
     argv += ["--fresh-count", "3", "--fresh-rate", "20", "--no-rg", "--hot-sessions", "4"]
-    argv += ["--check"]
+    argv += ["--check", "--archive-pairs", "1"]
     proc = subprocess.run(argv, capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert proc.stdout.strip(), proc.stderr[-2000:]
     result = json.loads(proc.stdout.strip().splitlines()[-1])
@@ -204,6 +204,11 @@ def test_bench_runs_end_to_end_on_a_tiny_corpus(tmp_path: Path) -> None:
     assert result["socket_floor"]["n"] > 0 and "socket floor" in proc.stdout
     assert result["http"]["http"]["n"] > 0 and "recall over HTTP" in proc.stdout
     assert result["http"]["mismatches"] == 0
+    archive = result["archive"]
+    assert 0 < archive["bytes_per_source_byte"] < 1 and len(archive["pairs"]) == 1
+    assert "archive:" in proc.stdout and "archive_build_ratio" in {
+        t["name"] for t in result["targets"]
+    }
     assert not (tmp_path / "index" / "records" / "old").exists()
     assert not (tmp_path / "corpus" / "pi" / "stale.jsonl").exists()
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(OLD_PREFIX)]

@@ -31,6 +31,7 @@ from tests.helpers import (
     assistant,
     codex_object_rollout,
     codex_said,
+    elsewhere,
     header,
     jsonl,
     user,
@@ -61,7 +62,7 @@ def append_lines(path: Path, records: list[dict]) -> None:
 
 
 def clean_rebuild(config: Config, tmp: Path) -> Manifest:
-    other = replace(config, memory=replace(config.memory, index_dir=tmp / "clean"))
+    other = elsewhere(config, tmp / "clean")
     build_index(other)
     return open_snapshot(other.index_dir).manifest
 
@@ -216,8 +217,13 @@ def test_rewrite_truncate_delete_and_rename_are_followed(pi: PiRoot, tmp_path: P
         runner.notice(str(a), str(b), str(c), str(d), str(renamed))
         runner.run_until_idle()
         live = {s.path: s for s in open_snapshot(config.index_dir).manifest.sessions}
-        assert set(live) == {str(a), str(b), str(renamed)}
+        assert {p for p, s in live.items() if not s.archived} == {str(a), str(b), str(renamed)}
         assert live[str(b)].view("active").entry_count == 2
+        # the archive keeps what is gone: the deleted file, and the old versions of the two
+        # rewrites, whose entries the files no longer hold (a rename is followed, not kept)
+        kept = sorted(p for p, s in live.items() if s.archived)
+        assert len(kept) == 3 and kept[2] == str(c)
+        assert kept[0].startswith(f"{a}@archived-") and kept[1].startswith(f"{b}@archived-")
     assert_converged(config, tmp_path)
 
 
@@ -237,7 +243,9 @@ def test_changes_made_while_stopped_are_found_at_start(pi: PiRoot, tmp_path: Pat
     assert {Path(s.path).name: s.tier for s in live.sessions} == {
         "a.jsonl": "hot",
         "e.jsonl": "cold",
+        "b.jsonl": "cold",  # deleted while stopped: kept from the archive
     }
+    assert [Path(s.path).name for s in live.sessions if s.archived] == ["b.jsonl"]
 
 
 def test_a_cold_session_that_grows_becomes_hot_and_demotes_another(

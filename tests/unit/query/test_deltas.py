@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +14,7 @@ from store.layout import IndexLayout
 from store.reader import open_snapshot
 from store.records import HotShard
 from tests.doubles import FakeClock
-from tests.helpers import PiRoot, assistant, claude_line, header, jsonl, user
+from tests.helpers import PiRoot, assistant, claude_line, elsewhere, header, jsonl, user
 
 T0 = 1_700_000_000_000
 SETTINGS = RunSettings(workers=1, reconcile_s=3600.0)
@@ -43,7 +42,7 @@ def test_base_plus_deltas_answers_like_a_clean_build(tmp_path: Path) -> None:
             runner.run_until_idle()
     state = open_snapshot(config.index_dir).session(str(path))
     assert state is not None and len(state.index_deltas) >= 2
-    clean = replace(config, memory=replace(config.memory, index_dir=tmp_path / "clean"))
+    clean = elsewhere(config, tmp_path / "clean")
     build_index(clean)
     assert not open_snapshot(clean.index_dir).session(str(path)).index_deltas  # type: ignore[union-attr]
     requests: list[tuple[str, dict[str, Any]]] = [
@@ -103,7 +102,7 @@ def test_claude_lines_that_change_stored_entries_answer_like_a_clean_build(
         decode(layout.record_path(n).read_bytes(), expect=HotShard) for n in state.index_deltas
     ]
     assert sum(1 for d in shards if d.view("active").replaces) >= 2
-    clean = replace(config, memory=replace(config.memory, index_dir=tmp_path / "clean"))
+    clean = elsewhere(config, tmp_path / "clean")
     build_index(clean)
     requests: list[tuple[str, dict[str, Any]]] = [
         *(("recall", {"query": q, "scope": "project"}) for q in (

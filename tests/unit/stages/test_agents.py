@@ -31,6 +31,10 @@ def test_every_registered_agent_is_one_folder_with_its_adapter() -> None:
     assert len(set(default_roots().values())) == len(REGISTERED)
 
 
+def test_no_agent_takes_a_reserved_sources_key() -> None:
+    assert "exclude" not in REGISTERED  # [sources] exclude holds globs, not a root
+
+
 def test_no_adapter_folder_is_left_unregistered() -> None:
     folders = {p.parent.name for p in STAGES.glob("*/adapter.py")}
     assert folders == set(REGISTERED)
@@ -53,7 +57,7 @@ def test_the_read_side_and_the_config_take_the_registered_names() -> None:
         assert schema["properties"]["agent"]["enum"] == list(agent_names())
     config = Config.from_mapping({"sources": {"omp": "/x/omp"}}, base=Path("/"))
     assert dict(config.roots) == {"omp": Path("/x/omp")}
-    with pytest.raises(ConfigError, match=r"sources\.msn \(one of pi, claude, codex, omp"):
+    with pytest.raises(ConfigError, match=r"sources\.msn \(one of pi, claude, codex, omp, exclude"):
         Config.from_mapping({"sources": {"msn": "/x"}}, base=Path("/"))
 
 

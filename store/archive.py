@@ -1,0 +1,357 @@
+"""The archive: the bytes of every indexed session, kept for when its source is gone.
+
+Everything else sessiondex writes is derived from the session files; the archive is the one
+part that is not, so it lives beside the index folder, never in it (``<indexDir>-archive`` by
+default, ``[archive] dir``): ``pipeline rebuild`` and deleting the index folder leave it, and
+the index folder keeps holding only derived, credential-free state. Like the session files it
+copies, it holds what they hold (credentials included), 0600/0700::
+
+    <archive>/sessions/<hh>/<key>/HEAD         one session's chain (msgpack, replaced atomically)
+    <archive>/sessions/<hh>/<key>/<b3>.zst     its segments: zstd frames of source byte ranges
+    <archive>/tombstones                       blake3 of every forgotten path (never the path)
+    <archive>/lock                             flock of a tombstone writer
+
+``<key>`` is the blake3 of the session's index path (``key_name``) and ``<hh>`` its first two
+hex digits. A segment is named by the blake3 of its *uncompressed* bytes, so a reader proves
+each one, and the chain's ``hash`` is the blake3 of all of them in order: the session's
+``source_hash`` while the archive holds exactly the bytes indexed. An append adds a segment
+(the chain's last ``FANOUT`` segments of one level are folded into one of the next level, so a
+chain stays a few dozen segments long); a rewrite starts a new chain. A session whose source
+was rewritten so that earlier entries are gone keeps the old chain under a key of its own
+(``retired_key``). Files are 0600 in 0700 folders, written temp + fsync + rename.
+
+This module is the read side, shared by the pipeline and the query process (which reads an
+archived session's chain to verify its follow tokens and ``query export --format source``);
+``store.archive_writer`` writes.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+import blake3
+import zstandard
+
+from store.codec import pack, unpack
+from store.errors import CorruptRecord, StoreError
+from store.files import read_quietly
+from store.reasons import ARCHIVE_FULL
+
+__all__ = [
+    "ARCHIVED",
+    "FANOUT",
+    "HEAD",
+    "KEPT",
+    "NOT_KEPT",
+    "RETIRED_MARK",
+    "Archive",
+    "ArchiveDamaged",
+    "Chain",
+    "Segment",
+    "key_name",
+    "path_hash",
+    "retired_key",
+    "source_of",
+]
+
+HEAD: Final = "HEAD"
+SEGMENT_SUFFIX: Final = ".zst"
+TOMBSTONES: Final = "tombstones"
+LOCK: Final = "lock"
+SESSIONS: Final = "sessions"
+FANOUT: Final = 8
+_VERSION: Final = 1
+_MAGIC: Final = b"SDXA"
+
+# SessionState.archive: what the archive holds of the session's indexed bytes.
+KEPT: Final = "kept"  # exactly the indexed bytes; the source is still there
+ARCHIVED: Final = "archived"  # the source is gone: the session is read from the archive
+NOT_KEPT: Final = ARCHIVE_FULL  # the cap was reached: these bytes are not (all) kept
+
+# A retired chain's key: the session's path, this mark, the first 16 hex of its source hash.
+RETIRED_MARK: Final = "@archived-"
+
+
+def key_name(key: str) -> str:
+    """The folder name of a chain: blake3 of the session's index path."""
+    return blake3.blake3(key.encode("utf-8", "surrogateescape")).hexdigest()
+
+
+def path_hash(path: str) -> str:
+    """What a tombstone holds of a forgotten path (the same hash as ``key_name``)."""
+    return key_name(path)
+
+
+def retired_key(path: str, source_hash: str) -> str:
+    return f"{path}{RETIRED_MARK}{source_hash[:16]}"
+
+
+def source_of(key: str) -> str:
+    """The source path of an index path (itself, or the path a retired version came from)."""
+    at = key.rfind(RETIRED_MARK)
+    if at < 0:
+        return key
+    tail = key[at + len(RETIRED_MARK) :]
+    if len(tail) == 16 and all(c in "0123456789abcdef" for c in tail):
+        return key[:at]
+    return key
+
+
+@dataclass(frozen=True, slots=True)
+class Segment:
+    """One zstd frame of the chain: ``length`` uncompressed bytes, named by their blake3."""
+
+    name: str
+    length: int
+    level: int = 0
+
+    def to_wire(self) -> list[Any]:
+        return [self.name, self.length, self.level]
+
+    @classmethod
+    def from_wire(cls, w: list[Any]) -> Segment:
+        return cls(w[0], w[1], w[2])
+
+
+@dataclass(frozen=True, slots=True)
+class Chain:
+    """What the archive keeps of one session: its bytes ``[0, length)`` as segments.
+
+    ``key`` is the path the session is indexed under (``source`` for a kept session, a
+    ``retired_key`` for an old version); ``stamp`` is the source's (dev, inode, size,
+    mtime_ns, ctime_ns) when its last bytes were kept, ``meta`` a Claude subagent sidecar.
+    ``truncated`` says the cap stopped the chain short of what the source held then.
+    """
+
+    key: str
+    source: str
+    agent: str
+    length: int
+    hash: str
+    stamp: tuple[int, int, int, int, int]
+    segments: tuple[Segment, ...]
+    meta: dict[str, Any] | None = None
+    truncated: bool = False
+    updated_ns: int = 0
+    # keys of the old versions of this session kept apart (``retired_key``): checked again at
+    # each whole build, and dropped once the file holds their entries again
+    retired: tuple[str, ...] = ()
+
+    @property
+    def stored(self) -> int:
+        """Uncompressed bytes (the same as ``length`` in a whole chain)."""
+        return sum(s.length for s in self.segments)
+
+    def to_wire(self) -> list[Any]:
+        return [
+            _MAGIC,
+            _VERSION,
+            self.key,
+            self.source,
+            self.agent,
+            self.length,
+            self.hash,
+            list(self.stamp),
+            [s.to_wire() for s in self.segments],
+            self.meta,
+            self.truncated,
+            self.updated_ns,
+            list(self.retired),
+        ]
+
+    @classmethod
+    def from_wire(cls, w: Any, where: str) -> Chain:
+        if not isinstance(w, list) or len(w) < 12 or w[0] != _MAGIC:
+            raise CorruptRecord(where, "not an archive chain")
+        if w[1] != _VERSION:
+            raise CorruptRecord(where, f"archive chain version {w[1]!r}")
+        try:
+            return cls(
+                key=w[2],
+                source=w[3],
+                agent=w[4],
+                length=w[5],
+                hash=w[6],
+                stamp=(w[7][0], w[7][1], w[7][2], w[7][3], w[7][4]),
+                segments=tuple(Segment.from_wire(s) for s in w[8]),
+                meta=w[9],
+                truncated=bool(w[10]),
+                updated_ns=w[11],
+                retired=tuple(w[12]) if len(w) > 12 else (),
+            )
+        except (IndexError, TypeError, KeyError) as exc:
+            raise CorruptRecord(where, f"archive chain fields: {exc}") from exc
+
+    def encode(self) -> bytes:
+        return pack(self.to_wire())
+
+
+class ArchiveDamaged(StoreError):
+    """A chain's segment is missing or its bytes are not the ones its name promises."""
+
+    def __init__(self, path: str, reason: str) -> None:
+        super().__init__(f"{path}: the archived copy is damaged ({reason})")
+        self.path = path
+        self.reason = reason
+
+
+class Archive:
+    """Reads one archive folder (never writes). Chains are cached by their HEAD's stat."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = Path(root)
+        self.sessions = self.root / SESSIONS
+        self._heads: dict[str, tuple[tuple[int, int, int], Chain]] = {}
+        self._tombstones: tuple[tuple[int, int, int], frozenset[str]] | None = None
+
+    # -- where ----------------------------------------------------------------------------
+
+    def folder_of(self, name: str) -> Path:
+        return self.sessions / name[:2] / name
+
+    def folder(self, key: str) -> Path:
+        return self.folder_of(key_name(key))
+
+    def head_path(self, key: str) -> Path:
+        return self.folder(key) / HEAD
+
+    # -- chains ---------------------------------------------------------------------------
+
+    def head(self, key: str) -> Chain | None:
+        """The chain of the session indexed as *key*, or None (raises CorruptRecord when its
+        HEAD cannot be decoded)."""
+        return self.head_of(key_name(key))
+
+    def head_of(self, name: str) -> Chain | None:
+        path = self.folder_of(name) / HEAD
+        try:
+            st = os.stat(path)
+        except (FileNotFoundError, NotADirectoryError):
+            self._heads.pop(name, None)
+            return None
+        stamp = (st.st_ino, st.st_mtime_ns, st.st_size)
+        hit = self._heads.get(name)
+        if hit is not None and hit[0] == stamp:
+            return hit[1]
+        try:
+            data = read_quietly(path)
+        except FileNotFoundError:
+            return None
+        try:
+            chain = Chain.from_wire(unpack(data), str(path))
+        except ValueError as exc:
+            raise CorruptRecord(str(path), f"archive chain: {exc}") from exc
+        if len(self._heads) >= 65_536:
+            self._heads.clear()
+        self._heads[name] = (stamp, chain)
+        return chain
+
+    def names(self) -> set[str]:
+        """The folder name of every chain (listing only, nothing read)."""
+        out: set[str] = set()
+        try:
+            fans = list(os.scandir(self.sessions))
+        except FileNotFoundError:
+            return out
+        for fan in fans:
+            if not fan.is_dir(follow_symlinks=False) or fan.name.startswith("."):
+                continue
+            try:
+                out.update(e.name for e in os.scandir(fan.path) if not e.name.startswith("."))
+            except FileNotFoundError:
+                continue
+        return out
+
+    def chains(self) -> Iterator[Chain]:
+        """Every readable chain (a damaged HEAD is skipped: ``pipeline doctor`` names it)."""
+        for name in sorted(self.names()):
+            try:
+                chain = self.head_of(name)
+            except CorruptRecord:
+                continue
+            if chain is not None:
+                yield chain
+
+    def read(self, chain: Chain) -> bytes:
+        """The chain's bytes, every segment and the whole proven against their blake3
+        (ArchiveDamaged otherwise)."""
+        folder = self.folder(chain.key)
+        parts: list[bytes] = []
+        whole = blake3.blake3()
+        for segment in chain.segments:
+            raw = self.segment(folder, segment)
+            whole.update(raw)
+            parts.append(raw)
+        data = b"".join(parts)
+        if len(data) != chain.length or whole.hexdigest() != chain.hash:
+            raise ArchiveDamaged(str(folder), "the segments do not make the chain's bytes")
+        return data
+
+    def segment(self, folder: Path, segment: Segment) -> bytes:
+        path = folder / f"{segment.name}{SEGMENT_SUFFIX}"
+        try:
+            frame = read_quietly(path)
+            raw = zstandard.ZstdDecompressor().decompress(frame, max_output_size=segment.length)
+        except (OSError, zstandard.ZstdError) as exc:
+            raise ArchiveDamaged(str(path), f"segment unreadable: {exc}") from exc
+        if len(raw) != segment.length or blake3.blake3(raw).hexdigest() != segment.name:
+            raise ArchiveDamaged(str(path), "segment bytes do not match its name")
+        return raw
+
+    # -- what it costs --------------------------------------------------------------------
+
+    def usage(self) -> int:
+        """Bytes of every file under the archive folder."""
+        total = 0
+        for dirpath, _, files in os.walk(self.root):
+            for name in files:
+                try:
+                    total += os.lstat(os.path.join(dirpath, name)).st_size
+                except FileNotFoundError:
+                    continue
+        return total
+
+    # -- forgotten paths ------------------------------------------------------------------
+
+    def tombstones(self) -> frozenset[str]:
+        """``path_hash`` of every forgotten path (read again when the file changed)."""
+        path = self.root / TOMBSTONES
+        try:
+            st = os.stat(path)
+        except FileNotFoundError:
+            self._tombstones = None
+            return frozenset()
+        stamp = (st.st_ino, st.st_mtime_ns, st.st_size)
+        if self._tombstones is not None and self._tombstones[0] == stamp:
+            return self._tombstones[1]
+        found = read_tombstones(read_quietly(path), str(path))
+        self._tombstones = (stamp, found)
+        return found
+
+    def tombstones_stamp(self) -> tuple[int, int, int] | None:
+        try:
+            st = os.stat(self.root / TOMBSTONES)
+        except FileNotFoundError:
+            return None
+        return (st.st_ino, st.st_mtime_ns, st.st_size)
+
+    def forgotten(self, path: str) -> bool:
+        return path_hash(path) in self.tombstones()
+
+
+def read_tombstones(data: bytes, where: str) -> frozenset[str]:
+    try:
+        wire = unpack(data)
+    except ValueError as exc:
+        raise CorruptRecord(where, f"tombstones: {exc}") from exc
+    if not isinstance(wire, list) or len(wire) != 3 or wire[0] != _MAGIC:
+        raise CorruptRecord(where, "not a tombstone file")
+    return frozenset(str(h) for h in wire[2])
+
+
+def encode_tombstones(hashes: frozenset[str]) -> bytes:
+    return pack([_MAGIC, _VERSION, sorted(hashes)])

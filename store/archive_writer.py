@@ -1,0 +1,441 @@
+"""The write side of the archive (``store.archive``): keep, extend, retire, remove, forget.
+
+::
+
+    keep_whole(key, bytes of the whole file)        after a whole build
+        chain is a prefix of the bytes ─► one segment for the new tail (if any), new HEAD
+        otherwise ────────────────────► a new chain; the old segments are deleted after it
+    keep_append(key, new bytes, old length + hash)   the append path: one segment, new HEAD
+        the last FANOUT segments share a level ─► folded into one segment of the next level
+    past ``max_bytes`` nothing more is written: the chain is marked ``truncated`` and the
+    caller records ``NOT_KEPT`` on the session (coverage reason ``archive_full`` if the source
+    is later deleted)
+
+Only the pipeline writes, and one process owns a session at a time (the worker it hashes to,
+or the catch-up run holding the writer lock), so a chain has one writer; segments are written
+before the HEAD that names them, so a crash leaves the old chain or the new one, plus at most
+some unreferenced files that ``collect`` removes. The query side never imports this module.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import shutil
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, Final
+
+import blake3
+import structlog
+import zstandard
+
+from store.archive import (
+    ARCHIVED,
+    FANOUT,
+    HEAD,
+    KEPT,
+    LOCK,
+    NOT_KEPT,
+    SEGMENT_SUFFIX,
+    TOMBSTONES,
+    Archive,
+    Chain,
+    Segment,
+    encode_tombstones,
+    path_hash,
+)
+from store.atomic import FILE_MODE, DurableBatch, atomic_write, ensure_dir, fsync_dir
+from store.errors import CorruptRecord
+
+__all__ = ["ARCHIVED", "KEPT", "NOT_KEPT", "ArchiveWriter"]
+
+log = structlog.get_logger()
+
+# zstd level 3: session JSONL compresses ~6-10x at a few hundred MB/s (ops/bench: archive).
+_LEVEL: Final = 3
+# A chain written whole is one segment no append folds into.
+_WHOLE_LEVEL: Final = 1 << 16
+# How long a usage total is trusted before the folder is measured again (other processes
+# write too: the cap may be passed by what they wrote meanwhile, a few segments at most).
+_USAGE_TTL_S: Final = 30.0
+# Files a crash left behind are collected only once this old (a writer may be mid-way).
+_ORPHAN_AGE_S: Final = 3600.0
+_SYNC_THREADS: Final = 8
+
+
+class _Compressors(threading.local):
+    def __init__(self) -> None:
+        self.zstd = zstandard.ZstdCompressor(level=_LEVEL)
+
+
+_COMPRESSORS = _Compressors()
+
+
+class ArchiveWriter:
+    """Writes one archive folder (see the module docstring)."""
+
+    def __init__(
+        self,
+        root: Path,
+        *,
+        max_bytes: int,
+        clock: Callable[[], float] = time.monotonic,
+        now_ns: Callable[[], int] = time.time_ns,
+    ) -> None:
+        self.reader = Archive(root)
+        self.root = self.reader.root
+        self.max_bytes = max_bytes
+        self.clock = clock
+        self.now_ns = now_ns
+        self.bytes_written = 0
+        self._usage: int | None = None
+        self._usage_at = 0.0
+        self._dirs: set[Path] = set()
+        self._batch: _Batch | None = None
+
+    @contextlib.contextmanager
+    def batch(self) -> Iterator[None]:
+        """Chains kept inside are made durable together when the block ends: every segment
+        (fsynced concurrently, then renamed), then every HEAD naming them (likewise), the
+        folders synced, then the segments they replaced deleted; a crash leaves each chain as
+        it was or as it became. When the block raises, nothing new appears. Not reentrant."""
+        if self._batch is not None:
+            raise RuntimeError("an archive batch is already open")
+        batch = self._batch = _Batch()
+        try:
+            yield
+            # Every segment is renamed before any HEAD naming it, in the same folder, and one
+            # fsync of the folder after both makes them durable together: a journaling file
+            # system commits a folder's renames in the order they were made.
+            batch.segments.commit()
+            batch.heads.commit()
+            _sync_dirs(batch.folders)
+            for folder, names in batch.drops:
+                self._drop_segments(folder, names)
+        finally:
+            batch.segments.abandon()
+            batch.heads.abandon()
+            self._batch = None
+
+    # -- keeping ----------------------------------------------------------------------------
+
+    def keep_whole(
+        self,
+        key: str,
+        agent: str,
+        data: bytes,
+        stamp: tuple[int, int, int, int, int],
+        meta: dict[str, Any] | None,
+        *,
+        full_hash: str,
+        prefix_hash: Callable[[int], str],
+        retired: tuple[str, ...] | None = None,
+    ) -> str:
+        """Keep *data*, the whole file indexed as *key* (hashing to *full_hash*); returns
+        ``KEPT`` or ``NOT_KEPT``. *prefix_hash(n)* is the blake3 of ``data[:n]``; *retired*
+        (None: as it was) the keys of its old versions kept apart."""
+        chain = self._head(key)
+        if retired is None:
+            retired = chain.retired if chain is not None else ()
+        if (
+            chain is not None
+            and chain.length <= len(data)
+            and (chain.length == 0 or prefix_hash(chain.length) == chain.hash)
+        ):
+            tail = memoryview(data)[chain.length :]
+            if not tail:
+                want = replace(chain, stamp=stamp, meta=meta, truncated=False, retired=retired)
+                if want != chain:
+                    self._write_head(want)
+                return KEPT
+            chain = replace(chain, retired=retired)  # written with the new segment
+            return self._extend(chain, bytes(tail), len(data), full_hash, stamp, meta)
+        # Nothing, or something the file no longer begins with: a new chain.
+        fresh = Chain(
+            key, key, agent, 0, blake3.blake3().hexdigest(), stamp, (), meta, retired=retired
+        )
+        frame = self._frame(data)
+        if not self._room(len(frame)):
+            if chain is not None:
+                self.remove(key)  # a copy of bytes the file no longer holds
+            return NOT_KEPT
+        segment = Segment(full_hash, len(data), _WHOLE_LEVEL)  # the blake3 of all of data
+        folder = self._folder(key)
+        self._put_segment(folder, segment, frame, data)
+        self._sync(folder)
+        self._write_head(replace(fresh, length=len(data), hash=full_hash, segments=(segment,)))
+        if chain is not None:
+            self._drop_after(folder, {s.name for s in chain.segments} - {segment.name})
+        return KEPT
+
+    def keep_append(
+        self,
+        key: str,
+        new: bytes,
+        *,
+        old_length: int,
+        old_hash: str,
+        full_hash: str,
+        stamp: tuple[int, int, int, int, int],
+    ) -> str | None:
+        """Keep *new*, the bytes appended after ``[0, old_length)`` hashing to *old_hash*;
+        None when the chain is not exactly that (the caller keeps the whole file instead)."""
+        chain = self._head(key)
+        if chain is None or chain.length != old_length or chain.hash != old_hash:
+            return None
+        if not new:
+            if chain.stamp != stamp:
+                self._write_head(replace(chain, stamp=stamp))
+            return KEPT
+        return self._extend(chain, new, old_length + len(new), full_hash, stamp, chain.meta)
+
+    def restamp(self, key: str, stamp: tuple[int, int, int, int, int]) -> None:
+        """The source's stamp moved without new bytes (a touch): the chain remembers it, so a
+        session rebuilt from the archive has the stamp it had."""
+        chain = self._head(key)
+        if chain is not None and chain.stamp != stamp:
+            self._write_head(replace(chain, stamp=stamp))
+
+    def _extend(
+        self,
+        chain: Chain,
+        new: bytes,
+        length: int,
+        full_hash: str,
+        stamp: tuple[int, int, int, int, int],
+        meta: dict[str, Any] | None,
+    ) -> str:
+        frame = self._frame(new)
+        if not self._room(len(frame)):
+            if not chain.truncated:
+                self._write_head(replace(chain, truncated=True))
+            return NOT_KEPT
+        folder = self._folder(chain.key)
+        segment = Segment(blake3.blake3(new).hexdigest(), len(new), 0)
+        self._put_segment(folder, segment, frame, new)
+        segments = [*chain.segments, segment]
+        dropped: set[str] = set()
+        # Fold the newest FANOUT segments while they share a level: a chain keeps at most
+        # FANOUT - 1 per level, and every byte is rewritten once per level it climbs.
+        while len(segments) >= FANOUT and len({s.level for s in segments[-FANOUT:]}) == 1:
+            run = segments[-FANOUT:]
+            if run[0].level >= _WHOLE_LEVEL:
+                break
+            merged = b"".join(self._segment_bytes(folder, s) for s in run)
+            folded = Segment(blake3.blake3(merged).hexdigest(), len(merged), run[0].level + 1)
+            self._put_segment(folder, folded, self._frame(merged), merged)
+            dropped.update(s.name for s in run)
+            segments[-FANOUT:] = [folded]
+        self._sync(folder)
+        self._write_head(
+            replace(
+                chain,
+                length=length,
+                hash=full_hash,
+                stamp=stamp,
+                meta=meta,
+                segments=tuple(segments),
+                truncated=False,
+            )
+        )
+        self._drop_after(folder, dropped - {s.name for s in segments})
+        return KEPT
+
+    # -- retiring and removing ----------------------------------------------------------------
+
+    def retire(self, key: str, new_key: str) -> Chain | None:
+        """Keep *key*'s chain as *new_key* (the old version of a rewritten session): its
+        segments are linked into the new folder, whose HEAD is written last."""
+        chain = self._head(key)
+        if chain is None:
+            return None
+        old, new = self._folder(key), self._folder(new_key)
+        for segment in chain.segments:
+            name = f"{segment.name}{SEGMENT_SUFFIX}"
+            with contextlib.suppress(FileExistsError):
+                os.link(old / name, new / name)
+        fsync_dir(new)
+        moved = replace(chain, key=new_key, updated_ns=self.now_ns())
+        atomic_write(new / HEAD, moved.encode())
+        self.bytes_written += len(moved.encode())
+        return moved
+
+    def remove(self, key: str) -> bool:
+        """Delete *key*'s chain, HEAD first so no reader sees half of it; True if it was."""
+        folder = self.reader.folder(key)
+        if not folder.is_dir():
+            return False
+        trash = folder.with_name(f".trash-{folder.name}-{self.now_ns()}")
+        os.rename(folder, trash)
+        fsync_dir(folder.parent)
+        shutil.rmtree(trash, ignore_errors=True)
+        self._dirs.discard(folder)
+        self._usage = None
+        return True
+
+    # -- forgetting ---------------------------------------------------------------------------
+
+    def forget(self, paths: Iterable[str]) -> int:
+        """Add *paths* to the tombstones (their hashes only); returns how many were new."""
+        ensure_dir(self.root)
+        fd = os.open(self.root / LOCK, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, FILE_MODE)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)  # tombstone writers are brief: wait for another
+            before = self.reader.tombstones()
+            after = before | {path_hash(p) for p in paths}
+            if after != before:
+                atomic_write(self.root / TOMBSTONES, encode_tombstones(after))
+            return len(after) - len(before)
+        finally:
+            os.close(fd)
+
+    # -- clean-up -----------------------------------------------------------------------------
+
+    def collect(self, *, now: float | None = None, age_s: float = _ORPHAN_AGE_S) -> int:
+        """Remove what a crash left behind: trash folders, folders without a HEAD and
+        segments no HEAD names, once older than *age_s*. Returns files removed."""
+        cutoff = (time.time() if now is None else now) - age_s
+        removed = 0
+        sessions = self.reader.sessions
+        for fan in _subdirs(sessions):
+            for folder in _subdirs(fan):
+                try:
+                    if folder.name.startswith(".trash-"):
+                        shutil.rmtree(folder, ignore_errors=True)
+                        removed += 1
+                        continue
+                    chain = self.reader.head_of(folder.name)
+                except CorruptRecord:
+                    continue  # damaged: kept for a person to look at (doctor names it)
+                named = {f"{s.name}{SEGMENT_SUFFIX}" for s in chain.segments} if chain else set()
+                for entry in os.scandir(folder):
+                    if entry.name == HEAD or entry.name in named:
+                        continue
+                    with contextlib.suppress(FileNotFoundError):
+                        if entry.stat(follow_symlinks=False).st_mtime <= cutoff:
+                            os.unlink(entry.path)
+                            removed += 1
+                if chain is None:
+                    with contextlib.suppress(OSError):
+                        os.rmdir(folder)  # only when empty
+        self._usage = None
+        return removed
+
+    def usage(self) -> int:
+        """Bytes under the archive folder (measured again after ``_USAGE_TTL_S``)."""
+        now = self.clock()
+        if self._usage is None or now - self._usage_at > _USAGE_TTL_S:
+            self._usage = self.reader.usage()
+            self._usage_at = now
+        return self._usage
+
+    # -- helpers ------------------------------------------------------------------------------
+
+    def _head(self, key: str) -> Chain | None:
+        try:
+            chain = self.reader.head(key)
+        except CorruptRecord as exc:
+            log.warning("archive.damaged", key=key, error=str(exc))
+            return None  # a new chain replaces it
+        return chain if chain is not None and chain.key == key else None
+
+    def _room(self, n: int) -> bool:
+        return self.usage() + n <= self.max_bytes
+
+    def _folder(self, key: str) -> Path:
+        folder = self.reader.folder(key)
+        if folder not in self._dirs:
+            ensure_dir(folder)
+            self._dirs.add(folder)
+        return folder
+
+    def _frame(self, data: bytes) -> bytes:
+        frame: bytes = _COMPRESSORS.zstd.compress(data)
+        return frame
+
+    def _put_segment(self, folder: Path, segment: Segment, frame: bytes, raw: bytes) -> None:
+        path = folder / f"{segment.name}{SEGMENT_SUFFIX}"
+        batch = self._batch
+        if batch is not None:
+            if (folder, segment.name) in batch.raw:
+                return
+            batch.raw[(folder, segment.name)] = raw  # a fold in this batch may read it
+            batch.segments.write(path, frame)
+            batch.folders.add(folder)
+        elif path.exists():
+            return  # named by its content: the same bytes are there already
+        else:
+            atomic_write(path, frame, sync_dir=False)
+        self._wrote(len(frame))
+
+    def _segment_bytes(self, folder: Path, segment: Segment) -> bytes:
+        if self._batch is not None:
+            pending = self._batch.raw.get((folder, segment.name))
+            if pending is not None:
+                return pending
+        return self.reader.segment(folder, segment)
+
+    def _sync(self, folder: Path) -> None:
+        """Segments renamed into *folder* are durable before a HEAD names them."""
+        if self._batch is None:
+            fsync_dir(folder)
+
+    def _drop_after(self, folder: Path, names: set[str]) -> None:
+        if self._batch is not None:
+            self._batch.drops.append((folder, names))
+        else:
+            self._drop_segments(folder, names)
+
+    def _write_head(self, chain: Chain) -> None:
+        data = replace(chain, updated_ns=self.now_ns()).encode()
+        folder = self._folder(chain.key)
+        if self._batch is not None:
+            self._batch.heads.write(folder / HEAD, data)
+            self._batch.folders.add(folder)
+        else:
+            atomic_write(folder / HEAD, data)
+        self._wrote(len(data))
+
+    def _wrote(self, n: int) -> None:
+        self.bytes_written += n
+        if self._usage is not None:
+            self._usage += n
+
+    def _drop_segments(self, folder: Path, names: Sequence[str] | set[str]) -> None:
+        for name in names:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(folder / f"{name}{SEGMENT_SUFFIX}")
+
+
+class _Batch:
+    """What a batch holds until it commits."""
+
+    def __init__(self) -> None:
+        self.segments = DurableBatch()
+        self.heads = DurableBatch()
+        self.folders: set[Path] = set()
+        self.raw: dict[tuple[Path, str], bytes] = {}
+        self.drops: list[tuple[Path, set[str]]] = []
+
+
+def _sync_dirs(folders: set[Path]) -> None:
+    """fsync each folder, several at once (a journaling file system folds them together)."""
+    if len(folders) <= 1:
+        for folder in folders:
+            fsync_dir(folder)
+        return
+    with ThreadPoolExecutor(min(len(folders), _SYNC_THREADS)) as pool:
+        list(pool.map(fsync_dir, sorted(folders)))
+
+
+def _subdirs(folder: Path) -> list[Path]:
+    try:
+        return [Path(e.path) for e in os.scandir(folder) if e.is_dir(follow_symlinks=False)]
+    except FileNotFoundError:
+        return []

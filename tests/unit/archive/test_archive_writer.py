@@ -1,0 +1,128 @@
+"""The archive's chains: appends as segments, folding by levels, the cap, rewrites, damage."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import blake3
+import pytest
+
+from pipeline.archiving import hashes
+from store.archive import FANOUT, KEPT, NOT_KEPT, Archive, ArchiveDamaged
+from store.archive_writer import ArchiveWriter
+
+STAMP = (1, 2, 3, 4, 5)
+
+
+def _keep_growing(writer: ArchiveWriter, key: str, chunks: list[bytes]) -> bytes:
+    data = b""
+    for chunk in chunks:
+        if not data:
+            full, prefix = hashes(chunk, 0)
+            assert (
+                writer.keep_whole(key, "pi", chunk, STAMP, None, full_hash=full, prefix_hash=prefix)
+                == KEPT
+            )
+        else:
+            old = blake3.blake3(data).hexdigest()
+            new = blake3.blake3(data + chunk).hexdigest()
+            kept = writer.keep_append(
+                key, chunk, old_length=len(data), old_hash=old, full_hash=new, stamp=STAMP
+            )
+            assert kept == KEPT
+        data += chunk
+    return data
+
+
+def test_appends_are_segments_folded_so_a_chain_stays_short(tmp_path: Path) -> None:
+    writer = ArchiveWriter(tmp_path / "a", max_bytes=1 << 30)
+    chunks = [f'{{"line": {n}}}\n'.encode() for n in range(200)]
+    data = _keep_growing(writer, "/s/x.jsonl", chunks)
+    chain = Archive(tmp_path / "a").head("/s/x.jsonl")
+    assert chain is not None
+    assert chain.length == len(data) and chain.hash == blake3.blake3(data).hexdigest()
+    # 199 appends: at most FANOUT - 1 segments per level, three levels
+    assert len(chain.segments) <= 1 + (FANOUT - 1) * 3
+    assert Archive(tmp_path / "a").read(chain) == data
+    folder = Archive(tmp_path / "a").folder("/s/x.jsonl")
+    on_disk = {p.name for p in folder.iterdir()}
+    assert on_disk == {"HEAD", *(f"{s.name}.zst" for s in chain.segments)}  # nothing left over
+
+
+def test_an_append_writes_only_the_new_bytes(tmp_path: Path) -> None:
+    writer = ArchiveWriter(tmp_path / "a", max_bytes=1 << 30)
+    big = b"".join(f'{{"n": {n}, "pad": "{"x" * 200}"}}\n'.encode() for n in range(2000))
+    _keep_growing(writer, "/s/big.jsonl", [big])
+    before = writer.bytes_written
+    _keep_growing_more = blake3.blake3(big).hexdigest()
+    line = b'{"n": "one more"}\n'
+    writer.keep_append(
+        "/s/big.jsonl", line, old_length=len(big), old_hash=_keep_growing_more,
+        full_hash=blake3.blake3(big + line).hexdigest(), stamp=STAMP,
+    )  # fmt: skip
+    assert writer.bytes_written - before < 1_000  # a segment and a HEAD, not the history
+
+
+def test_a_rewrite_starts_a_new_chain(tmp_path: Path) -> None:
+    writer = ArchiveWriter(tmp_path / "a", max_bytes=1 << 30)
+    _keep_growing(writer, "/s/x.jsonl", [b"one\n", b"two\n"])
+    other = b"something else entirely\n"
+    full, prefix = hashes(other, 8)
+    assert (
+        writer.keep_whole(
+            "/s/x.jsonl", "pi", other, STAMP, None, full_hash=full, prefix_hash=prefix
+        )
+        == KEPT
+    )
+    chain = Archive(tmp_path / "a").head("/s/x.jsonl")
+    assert chain is not None and Archive(tmp_path / "a").read(chain) == other
+    assert len(list(Archive(tmp_path / "a").folder("/s/x.jsonl").iterdir())) == 2
+
+
+def test_the_cap_stops_the_archive_and_says_so(tmp_path: Path) -> None:
+    writer = ArchiveWriter(tmp_path / "a", max_bytes=2_000)
+    import os
+
+    noise = os.urandom(3_000)  # incompressible
+    full, prefix = hashes(noise, 0)
+    assert (
+        writer.keep_whole("/s/big", "pi", noise, STAMP, None, full_hash=full, prefix_hash=prefix)
+        == NOT_KEPT
+    )
+    assert Archive(tmp_path / "a").head("/s/big") is None
+    small = b"small\n"
+    full, prefix = hashes(small, 0)
+    assert (
+        writer.keep_whole("/s/small", "pi", small, STAMP, None, full_hash=full, prefix_hash=prefix)
+        == KEPT
+    )
+    more = os.urandom(3_000)
+    kept = writer.keep_append(
+        "/s/small", more, old_length=len(small), old_hash=full,
+        full_hash=blake3.blake3(small + more).hexdigest(), stamp=STAMP,
+    )  # fmt: skip
+    assert kept == NOT_KEPT
+    chain = Archive(tmp_path / "a").head("/s/small")
+    assert chain is not None and chain.truncated and chain.length == len(small)
+
+
+def test_a_damaged_segment_is_refused(tmp_path: Path) -> None:
+    writer = ArchiveWriter(tmp_path / "a", max_bytes=1 << 30)
+    _keep_growing(writer, "/s/x.jsonl", [b"one\n"])
+    archive = Archive(tmp_path / "a")
+    chain = archive.head("/s/x.jsonl")
+    assert chain is not None
+    [segment] = archive.folder("/s/x.jsonl").glob("*.zst")
+    import zstandard
+
+    segment.write_bytes(zstandard.ZstdCompressor().compress(b"two\n"))
+    with pytest.raises(ArchiveDamaged):
+        archive.read(chain)
+
+
+def test_tombstones_hold_hashes_not_paths(tmp_path: Path) -> None:
+    writer = ArchiveWriter(tmp_path / "a", max_bytes=1 << 30)
+    assert writer.forget(["/home/me/secret-project/s.jsonl"]) == 1
+    assert writer.forget(["/home/me/secret-project/s.jsonl"]) == 0
+    assert b"secret-project" not in (tmp_path / "a" / "tombstones").read_bytes()
+    assert Archive(tmp_path / "a").forgotten("/home/me/secret-project/s.jsonl")
