@@ -31,7 +31,9 @@ from pipeline.indexer import build_index, tty_progress
 from pipeline.logs import configure_logging
 from pipeline.pool import TaskFailed, WorkerDied
 from pipeline.status import collect_status, render_status
+from stages.agents import default_roots
 from store import jsonio
+from store.agents import agent_names
 from store.config import Config, ConfigError, load_config
 from store.errors import DiskFull, StoreError, is_disk_full
 from store.exits import (
@@ -149,7 +151,7 @@ def _parser() -> argparse.ArgumentParser:
         "--before",
         help="sessions last written before: ISO date (2026-01-31), date-time or age (30d)",
     )
-    fg.add_argument("--agent", choices=("pi", "claude", "codex"))
+    fg.add_argument("--agent", choices=agent_names())
     fg.add_argument("--dry-run", action="store_true", help="list what would be forgotten")
     fg.add_argument("--json", action="store_true", help="print JSON")
     fg.add_argument(
@@ -184,7 +186,8 @@ def _main(argv: Sequence[str] | None) -> int:
         return EXIT_OK
     configure_logging(json=True if args.log_json else None, level=30 if args.quiet else 20)
     try:
-        config = load_config(args.config)
+        # Every registered agent's root is indexed: the file's, else its adapter's default.
+        config = load_config(args.config, defaults=default_roots())
         if args.command == "config":
             sys.stdout.write(config.to_toml())
             return EXIT_OK

@@ -15,14 +15,17 @@ from typing import Any
 
 import orjson
 
+from stages.agents import adapter
 from store.files import open_quietly
 from store.reasons import SOURCE_UNAVAILABLE, SOURCE_UNREADABLE
-from store.sources import is_session_name, subagent_meta_path
+from store.sources import SourceSpec
 
 __all__ = [
     "Candidate",
     "Stamp",
     "discover",
+    "is_session",
+    "source_specs",
     "stamp_of",
     "subagent_meta",
     "under",
@@ -54,6 +57,16 @@ class Candidate:
         return self.stamp[3]
 
 
+def is_session(agent: str, name: str) -> bool:
+    """True when a file called *name* under *agent*'s root is one of its sessions."""
+    return adapter(agent).files.matches(name)
+
+
+def source_specs(roots: Mapping[str, Path]) -> dict[str, SourceSpec]:
+    """What each manifest records of the sources of *roots* for the query side."""
+    return {agent: adapter(agent).spec for agent in roots}
+
+
 def _walk(root: Path, agent: str, unreadable: list[str]) -> Iterator[Path]:
     def refused(exc: OSError) -> None:
         # A folder that vanished mid-walk is simply gone; one that cannot be listed still
@@ -61,16 +74,17 @@ def _walk(root: Path, agent: str, unreadable: list[str]) -> Iterator[Path]:
         if not isinstance(exc, FileNotFoundError | NotADirectoryError):
             unreadable.append(str(exc.filename))
 
+    files = adapter(agent).files
     # os.walk without following symlinks: a link out of the root must never be indexed.
     for dirpath, dirnames, filenames in os.walk(root, onerror=refused, followlinks=False):
         dirnames.sort()
         for name in sorted(filenames):
-            if is_session_name(agent, name):
+            if files.matches(name):
                 yield Path(dirpath) / name
 
 
 def discover(roots: Mapping[str, Path]) -> tuple[list[Candidate], list[tuple[str, str, str]]]:
-    """Every session file (``store.sources``) under each root, with its stamp.
+    """Every session file (its adapter's ``files``) under each root, with its stamp.
 
     Returns (candidates, problems) where a problem is (path, agent, reason) for a file that
     cannot be stat'ed between listing and stat (``source_unavailable``) or a folder that
@@ -104,10 +118,11 @@ def under(folders: Iterable[str], path: str) -> bool:
 
 
 def subagent_meta(path: str, agent: str) -> dict[str, Any] | None:
-    """A Claude Code subagent transcript's ``.meta.json`` sidecar as an object, or None when
-    the file has none (or it is unreadable, too large or not a JSON object: it only adds
-    the spawning tool call's id to the subagent's entries, never hides them)."""
-    where = subagent_meta_path(agent, path)
+    """The sidecar the agent's adapter reads beside *path* (a Claude Code subagent
+    transcript's ``.meta.json``) as an object, or None when the file has none (or it is
+    unreadable, too large or not a JSON object: a sidecar only adds facts such as the
+    spawning tool call's id to the session's entries, never hides them)."""
+    where = adapter(agent).sidecar(path)
     if where is None:
         return None
     try:

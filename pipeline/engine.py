@@ -33,6 +33,7 @@ import structlog
 from pipeline.archiving import ArchiveSettings, keeper, read_chain, usable
 from pipeline.discovery import subagent_meta
 from pipeline.session_job import Job, build_session, read_source
+from stages.agents import adapter
 from stages.appender import Delta, HotSession, asks_sidecar, commit, extend, hot_session
 from stages.policy import Policy
 from stages.tier import COLD
@@ -42,7 +43,6 @@ from store.errors import CorruptRecord, is_disk_full
 from store.files import open_quietly
 from store.reasons import INDEX_ERROR, SOURCE_UNAVAILABLE
 from store.records import SessionState, SkippedFile, SourceEvent
-from store.sources import is_object_rollout
 from store.writer import StoreWriter
 
 __all__ = [
@@ -201,7 +201,7 @@ class SessionEngine:
             or hot is None
             or state.tier != tier
             or any(e.kind == REWRITE for e in events)
-            or is_object_rollout(agent, path)  # saved whole each time: no line appends
+            or adapter(agent).files.read_whole(path)  # saved whole each time: no line appends
         ):
             return self.whole(path, agent, tier)
         change = self._append(hot, last)

@@ -26,7 +26,7 @@ from typing import Any
 import structlog
 
 from pipeline.archiving import ArchiveSettings, archive_of, begins_with, keeper, usable
-from pipeline.discovery import Candidate, discover, under
+from pipeline.discovery import Candidate, discover, source_specs, under
 from pipeline.keepout import KeepOut
 from pipeline.lexicon import LexiconKeeper, bucket_count, bucket_of
 from pipeline.pool import WorkerPool
@@ -253,6 +253,7 @@ def build_index(
             or report.removed > 0
             or _skipped_changed(previous, skipped)
             or _lexicon_missing(previous)
+            or _sources_changed(previous, config)
         )
         if not changed:
             report.seconds = time.perf_counter() - started
@@ -347,6 +348,7 @@ def build_index(
                 skipped=tuple(sorted({**skipped, **pending_skips}.values(), key=lambda s: s.path)),
                 reasons=reasons,
                 lexicon=lexicon,
+                sources=source_specs(config.roots),
             )
             writer.publish(manifest)
             report.bytes_written += writer.bytes_written - before
@@ -356,6 +358,13 @@ def build_index(
     report.seconds = time.perf_counter() - started
     log.info("index.done", **report.as_dict())
     return report
+
+
+def _sources_changed(previous: Manifest | None, config: Config) -> bool:
+    """The manifest records other source facts than the adapters' (written before it
+    recorded them, or by another release): publish once, so the query side reads folders by
+    today's rules."""
+    return previous is not None and previous.sources != source_specs(config.roots)
 
 
 def _kept_from_archive(

@@ -20,6 +20,7 @@ from typing import Final
 
 import structlog
 
+from pipeline.discovery import source_specs
 from pipeline.engine import Drop, Skip, Upsert
 from pipeline.lexicon import LexiconKeeper
 from pipeline.pool import BackgroundBuilds
@@ -112,6 +113,8 @@ class Publisher:
             self.lexicon = manifest.lexicon
             if not self.lexicon and any(s.tier != "hot" for s in manifest.sessions):
                 self._dirty = True  # written before cold lexicons existed: add one
+            if manifest.sources != source_specs(self.config.roots):
+                self._dirty = True  # other source facts (an older release): record today's
         elif self.writer.current_generation():
             self._dirty = True  # built under another policy: stop serving it at once
         self.position = self._boot_position = resume_after(self.config.index_dir, self.journal)
@@ -210,6 +213,7 @@ class Publisher:
             sessions=tuple(map(self.sessions.__getitem__, self._paths)),
             skipped=tuple(self.skipped[p] for p in sorted(self.skipped)),
             lexicon=self.lexicon,
+            sources=source_specs(self.config.roots),
         )
         self.writer.publish(manifest)
         if self._purge_wanted:

@@ -224,6 +224,8 @@ def collect_pipeline(config: Config, now_ns: int | None = None) -> dict[str, Any
 def collect_status(config: Config) -> Status:
     """Read CURRENT and the roots; never writes."""
     status = Status(index_dir=str(config.index_dir))
+    # every agent whose root is read, with none indexed as well: a blind adapter shows as 0
+    status.agents = dict.fromkeys(config.roots, 0)
     status.pipeline = collect_pipeline(config)
     keep_out = KeepOut(config)
     candidates, problems = discover(config.roots)

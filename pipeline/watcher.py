@@ -35,7 +35,7 @@ from watchdog.observers.api import BaseObserver
 
 from pipeline.archiving import archive_of, begins_with
 from pipeline.classify import Known, classify, known_from_event
-from pipeline.discovery import discover, under
+from pipeline.discovery import discover, is_session, under
 from pipeline.keepout import KeepOut
 from pipeline.resume import resume_after, usable_manifest
 from pipeline.settings import RunSettings
@@ -45,7 +45,6 @@ from store.errors import CorruptRecord
 from store.journal import Journal
 from store.reasons import SOURCE_UNREADABLE
 from store.records import SourceEvent
-from store.sources import is_session_name
 
 __all__ = ["Observers", "Watcher", "WatcherStats"]
 
@@ -337,7 +336,7 @@ class Watcher:
         name = os.path.basename(path)
         for root, agent in self._roots:
             if path.startswith(root + os.sep):
-                if not is_session_name(agent, name):
+                if not is_session(agent, name):
                     return None
                 # discovery never follows a link, so neither may a path it would not list
                 folder = os.path.dirname(path)

@@ -19,10 +19,11 @@ invalidated — a new generation simply gets a new ``Generation``.
 from __future__ import annotations
 
 import bisect
+import functools
 import os
 from array import array
 from collections import Counter, OrderedDict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final, TypeVar
@@ -44,7 +45,7 @@ from store.records import (
     SessionState,
     SkippedFile,
 )
-from store.sources import session_stem
+from store.sources import SessionFiles, SourceSpec, session_stem
 
 __all__ = [
     "NO_TIMESTAMP",
@@ -396,6 +397,20 @@ def _patched_order(
     return keys, states
 
 
+_NO_SPEC = SourceSpec()
+
+
+def _union(specs: Iterable[SourceSpec]) -> SessionFiles:
+    patterns = tuple(sorted({p for spec in specs for p in spec.files.patterns}))
+    return _files(patterns) if patterns else _NO_SPEC.files
+
+
+@functools.lru_cache(maxsize=16)
+def _files(patterns: tuple[str, ...]) -> SessionFiles:
+    # one object per pattern set: its compiled matcher outlives the generations that share it
+    return SessionFiles(patterns)
+
+
 _Table = dict[str, list[SessionState]]
 Lookups = tuple[_Table, _Table, _Table]  # by session id, by file stem, by working folder
 
@@ -457,6 +472,8 @@ class Generation:
         self.sessions: tuple[SessionState, ...] = self.manifest.sessions
         self.by_path: dict[str, SessionState] = {s.path: s for s in self.sessions}
         self.skipped: dict[str, SkippedFile] = {s.path: s for s in self.manifest.skipped}
+        # A file name any agent's source counts as a session (folder listings keep these).
+        self.session_files = _union(self.manifest.sources.values())
         # Shared by generations with the same indexed and skipped paths (appends only), so
         # what depends on the paths alone (unindexed files in a scope) carries over.
         self.paths_token = object()
@@ -566,6 +583,11 @@ class Generation:
 
     def roots(self) -> list[Path]:
         return [Path(r) for r in self.manifest.roots.values()]
+
+    def source(self, agent: str) -> SourceSpec:
+        """What the manifest records of *agent*'s files (``store.sources``); a manifest
+        written before it recorded them gets the default (``*.jsonl``, no project folders)."""
+        return self.manifest.sources.get(agent) or _NO_SPEC
 
     def _newest_first(self) -> list[SessionState]:
         if self._order is None:

@@ -429,7 +429,8 @@ TOOLS: Final = {
             "recall",
             "Search past agent sessions",
             RECALL_SCHEMA,
-            "Search the local index of past coding-agent sessions (Pi, Claude Code, Codex): "
+            "Search the local index of past coding-agent sessions (Pi, Claude Code, Codex, "
+            "Oh My Pi, …): "
             "ranked, bounded evidence as {total, hits, next, coverage}. An entry hit shows a "
             "snippet; its `follow` (memory.expand) reads the exact entry. A cold session hit's "
             "`follow` (memory.recall) finds the exact entries in that session. " + _FOLLOW + " "

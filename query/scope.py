@@ -21,7 +21,7 @@ is that session before it is read as a path.
 from __future__ import annotations
 
 import os
-import re
+import tempfile
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -33,11 +33,9 @@ from query.changes import Batch, Changes
 from query.generation import Generation, order_key
 from store.reasons import SOURCE_UNREADABLE, STALE_SESSION
 from store.records import AGENTS, SessionState
-from store.sources import LINES_SUFFIX, OBJECT_SUFFIX, could_be_session_name, is_session_name
+from store.sources import HOME, TMPDIR, SessionFiles, folder_names
 
 __all__ = ["Listings", "Resolved", "Target", "resolve_scope", "resolve_target", "widen_hints"]
-
-_CLAUDE_SLUG = re.compile(r"[^A-Za-z0-9]")
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,12 +68,9 @@ class Target:
     error: dict[str, Any] | None = field(default=None)
 
 
-def _looks_like_path(target: str) -> bool:
+def _looks_like_path(gen: Generation, target: str) -> bool:
     return (
-        "/" in target
-        or os.sep in target
-        or target.endswith((LINES_SUFFIX, OBJECT_SUFFIX))
-        or target[0] in "~."
+        "/" in target or os.sep in target or gen.session_files.matches(target) or target[0] in "~."
     )
 
 
@@ -119,7 +114,7 @@ def resolve_target(
     gen: Generation, target: str, *, cwd: str, agent: str | None, roots: Iterable[Path]
 ) -> Target:
     """Resolve ``session:<target>`` / an expand ``session`` argument (see the module doc)."""
-    if not _looks_like_path(target) or _indexed_id(gen, target):
+    if not _looks_like_path(gen, target) or _indexed_id(gen, target):
         prefix, colon, rest = target.partition(":")
         if colon and prefix in AGENTS and rest:
             found = _pick(gen.by_id.get(rest, []), prefix if agent is None else agent)
@@ -240,24 +235,27 @@ def project_roots(gen: Generation, forms: Sequence[str]) -> tuple[list[str], lis
     return roots, exact
 
 
-def _pi_dir(cwd: str) -> str:
-    return "--" + re.sub(r"[/\\:]", "-", cwd.lstrip("/\\")) + "--"
+def _bases() -> dict[str, list[str]]:
+    """Where ``~`` and ``$TMPDIR`` are for ``ProjectFolder`` rules, each as given and as its
+    real path (a writer may name either): the writer's own user runs here."""
+    out: dict[str, list[str]] = {}
+    for base, path in ((HOME, os.path.expanduser("~")), (TMPDIR, tempfile.gettempdir())):
+        real = os.path.realpath(path)
+        out[base] = [path] if real == path else [path, real]
+    return out
 
 
 def _project_dirs(
     gen: Generation, forms: Sequence[str], agent: str | None
 ) -> list[tuple[str, str]]:
-    """(agent, folder) pairs where Pi and Claude keep the sessions of the caller's cwd."""
+    """(agent, folder) pairs where the agents keep the sessions of the caller's cwd: each
+    source's ``ProjectFolder`` rules, as its manifest records them (none for a writer whose
+    folders are not named after the cwd, such as Codex's dated ones)."""
     out: list[tuple[str, str]] = []
     for name, root in gen.manifest.roots.items():
         if agent is not None and name != agent:
             continue
-        if name == "pi":
-            folders = {_pi_dir(f) for f in forms}
-        elif name == "claude":
-            folders = {_CLAUDE_SLUG.sub("-", f) for f in forms}
-        else:
-            continue  # Codex folders are dated, not named after the cwd
+        folders = folder_names(gen.source(name).folders, forms, _bases())
         out.extend((name, os.path.join(root, folder)) for folder in sorted(folders))
     return out
 
@@ -280,13 +278,15 @@ def _skipped_in_project(
 
 @dataclass(frozen=True, slots=True)
 class _Listing:
-    """One folder's subfolders and session files (``store.sources``), as of its mtime."""
+    """One folder's subfolders and the files in it *names* counts as sessions (any agent's
+    ``store.sources.SessionFiles``), as of its mtime."""
 
     stamp: tuple[int, int]
     folders: tuple[str, ...]
     files: tuple[str, ...]
     # Listed in vain (permissions, I/O): never cached, since a chmod moves no mtime.
     unreadable: bool = False
+    names: SessionFiles | None = None
 
 
 # Folder listings by path, reused while the folder's (inode, mtime) is unchanged: creating,
@@ -299,16 +299,16 @@ _LISTINGS_MAX = 65_536
 _SETTLED_NS = 2_000_000_000
 
 
-def _listing(folder: str) -> _Listing | None:
+def _listing(folder: str, names: SessionFiles) -> _Listing | None:
     try:
         st = os.stat(folder, follow_symlinks=False)
     except OSError:
         return None
     stamp = (st.st_ino, st.st_mtime_ns)
     found = _LISTINGS.get(folder)
-    if found is not None and found.stamp == stamp:
+    if found is not None and found.stamp == stamp and found.names == names:
         return found
-    listing = _read(folder, stamp)
+    listing = _read(folder, stamp, names)
     settled = time.time_ns() - st.st_mtime_ns > _SETTLED_NS
     if listing is not None and not listing.unreadable and settled:
         if len(_LISTINGS) >= _LISTINGS_MAX:
@@ -317,7 +317,7 @@ def _listing(folder: str) -> _Listing | None:
     return listing
 
 
-def _read(folder: str, stamp: tuple[int, int]) -> _Listing | None:
+def _read(folder: str, stamp: tuple[int, int], names: SessionFiles) -> _Listing | None:
     folders: list[str] = []
     files: list[str] = []
     try:
@@ -326,15 +326,15 @@ def _read(folder: str, stamp: tuple[int, int]) -> _Listing | None:
                 try:
                     if entry.is_dir(follow_symlinks=False):
                         folders.append(entry.path)
-                    elif could_be_session_name(entry.name) and entry.is_file(follow_symlinks=False):
+                    elif names.matches(entry.name) and entry.is_file(follow_symlinks=False):
                         files.append(entry.path)
                 except OSError:
                     continue
     except (FileNotFoundError, NotADirectoryError):
         return None
     except OSError:
-        return _Listing(stamp, (), (), unreadable=True)
-    return _Listing(stamp, tuple(folders), tuple(files))
+        return _Listing(stamp, (), (), unreadable=True, names=names)
+    return _Listing(stamp, tuple(folders), tuple(files), names=names)
 
 
 _ABSENT = _Listing((0, 0), (), ())
@@ -378,13 +378,16 @@ class Listings:
         if voided:
             self.epoch += 1
 
-    def get(self, folder: str) -> _Listing | None:
+    def get(self, folder: str, names: SessionFiles) -> _Listing | None:
+        """*folder*'s listing, with the files *names* counts as sessions."""
         changes = self._changes
         if changes is None:
-            return _listing(folder)
+            return _listing(folder, names)
         found = self._cache.get(folder)
-        if found is not None:
-            return None if found is _ABSENT else found
+        if found is _ABSENT:
+            return None
+        if found is not None and found.names == names:
+            return found
         # watched before it is read: an entry made after the watch is an event
         vouched = changes.watch(folder, files=False)
         if not vouched:
@@ -398,8 +401,8 @@ class Listings:
                 except OSError:
                     pass
             self.epoch += 1
-            return _read(folder, (0, 0))
-        listing = _read(folder, (0, 0))
+            return _read(folder, (0, 0), names)
+        listing = _read(folder, (0, 0), names)
         if listing is None or listing.unreadable:
             self.epoch += 1
         else:
@@ -418,7 +421,7 @@ class Listings:
         """``_unseen`` without ``newer_than``, memoized per generation while no listing moved."""
         if self._changes is None:
             return _unseen(gen, folders, recursive=recursive, listings=self)
-        key = (tuple(folders), recursive)
+        key = (tuple(folders), recursive, gen.session_files)
         hit = self._unseen.get(key)
         # what is unseen depends on the generation's paths only: same token, same answer
         if hit is not None and hit[0] is gen.paths_token and hit[1] == self.epoch:
@@ -437,17 +440,19 @@ _STAT_LISTINGS = Listings()
 
 def _session_files(
     folder: str,
+    names: SessionFiles,
     *,
     recursive: bool,
     listings: Listings = _STAT_LISTINGS,
     unreadable: list[str] | None = None,
 ) -> Iterator[str]:
-    """The session files under *folder* (of any agent: the caller filters), as discovery sees
-    them (regular files, no symlinks); folders that could not be listed go to *unreadable*."""
+    """The files under *folder* that *names* counts as sessions (of any agent: the caller
+    filters), as discovery sees them (regular files, no symlinks); folders that could not be
+    listed go to *unreadable*."""
     pending = [folder]
     while pending:
         here = pending.pop()
-        listing = listings.get(here)
+        listing = listings.get(here, names)
         if listing is None:
             continue
         if listing.unreadable and unreadable is not None:
@@ -473,12 +478,14 @@ def _unseen(
     out: list[Unindexed] = []
     for agent, folder in folders:
         unreadable: list[str] = []
+        files = gen.source(agent).files
         for path in _session_files(
-            folder, recursive=recursive, listings=listings, unreadable=unreadable
-        ):
+            folder, gen.session_files, recursive=recursive, listings=listings,
+            unreadable=unreadable,
+        ):  # fmt: skip
             if path in gen.by_path or path in gen.skipped:
                 continue
-            if not is_session_name(agent, os.path.basename(path)):
+            if not files.matches(os.path.basename(path)):
                 continue  # e.g. a rollout-*.json outside the Codex root
             if newer_than:
                 try:

@@ -14,12 +14,13 @@
 
 ``extend`` returns None whenever the result would differ from indexing the whole file again
 (a branch switch, a repeated id, a record whose entry depends on earlier ones); the caller then
-reprocesses the session whole. Only Pi files of version 2 or later have a tail reader: their
-records carry their own ids and parents and ``normalize_pi`` is a function of each record
-alone, except for branch-summary facts (de-duplicated across carriers), which are declined.
-Claude Code threads replies and tool results across lines and Codex pairs calls with outputs:
-their appends go through ``stages.rederive`` (every stage rerun in memory over the parsed
-session, only the new entries stored) while their parsed records are kept.
+reprocesses the session whole. Only formats whose adapter has a ``tail`` (Pi's, version 2 or
+later) have a tail reader: their records carry their own ids and parents and their normalizer
+is a function of each record alone, except for branch-summary facts (de-duplicated across
+carriers), which are declined. Claude Code threads replies and tool results across lines and
+Codex pairs calls with outputs: their appends go through ``stages.rederive`` (every stage
+rerun in memory over the parsed session, only the new entries stored) while their parsed
+records are kept.
 """
 
 from __future__ import annotations
@@ -30,15 +31,14 @@ from typing import Any
 
 import blake3
 
+from stages.agents import adapter
 from stages.built import Built
 from stages.digest import SessionFold, ViewInput, build_entries, build_shard
 from stages.drift import versioned
 from stages.lineage import Lineage, fingerprint
-from stages.normalize import normalize
+from stages.normalize import empty_reasons, normalize
 from stages.normalized import NormalizeResult
 from stages.parse import parse
-from stages.pi.normalize import appends_locally, empty_reasons
-from stages.pi.source import read_pi
 from stages.policy import Policy
 from stages.rederive import Rederive, carry_cut, parsed_state, rederive
 from stages.source import ParseResult, RawRecord, SourceRecord, SourceSession
@@ -47,7 +47,6 @@ from store.reasons import (
     DUPLICATE_ENTRY_ID,
     DUPLICATE_OPERATION_ADDRESS,
     MAX_ENTRY_CHARS,
-    MISSING_SESSION_HEADER,
     RECORD_REASONS,
 )
 from store.records import HotShard, NormalizedEntry, SessionEntries, SessionState, ViewSummary
@@ -93,7 +92,8 @@ class ViewTrack:
 
 @dataclass(slots=True)
 class Tail:
-    """A Pi session's shape, enough to extend it without reading it again."""
+    """A tail-read session's shape (``Adapter.tail``), enough to extend it without reading
+    it again."""
 
     header: RawRecord
     records: int
@@ -112,7 +112,8 @@ class Tail:
 
 @dataclass(slots=True)
 class HotSession:
-    """A session as the worker last indexed it. Appends extend it through ``tail`` (Pi) or
+    """A session as the worker last indexed it. Appends extend it through ``tail`` (Pi's
+    format) or
     ``rederive`` (the others, while kept in memory); with neither they rebuild it whole."""
 
     state: SessionState
@@ -139,7 +140,7 @@ class Appended:
     hasher: Any
     consumed: int
     next_line: int
-    # what the Pi tail learnt (unused on the other paths)
+    # what the tail path learnt (unused on the other paths)
     new_ids: dict[str, list[str]] = field(default_factory=dict)
     new_addresses: dict[str, list[str]] = field(default_factory=dict)
     new_selected: dict[str, list[int]] = field(default_factory=dict)
@@ -173,13 +174,8 @@ def hot_session(built: Built, data: bytes, *, keep_parsed: bool = False) -> HotS
 
 def _tail(built: Built) -> Tail | None:
     session = built.session
-    if (
-        built.state.tier != HOT
-        or session.agent != "pi"
-        or session.version < 2
-        or session.header is None
-        or MISSING_SESSION_HEADER in session.reasons
-    ):
+    tail = adapter(session.agent).tail
+    if built.state.tier != HOT or tail is None or session.header is None or not tail.ready(session):
         return None
     nodes: dict[str, int] = {}
     parents: dict[str, str | None] = {}
@@ -316,9 +312,9 @@ def _extend_tail(
     hasher: Any,
     consumed: int,
 ) -> Appended | None:
-    """The Pi tail path: *state* is the session's state with its stamp and hash moved."""
-    session = _read_tail(tail, parsed, state.path)
-    if session is None or not appends_locally(session):
+    """The tail path: *state* is the session's state with its stamp and hash moved."""
+    session = _read_tail(tail, parsed, state)
+    if session is None:
         return None
     chain = _chain(tail, session.records)
     if chain is None:
@@ -406,8 +402,9 @@ def _extend_tail(
     )
 
 
-def _read_tail(tail: Tail, parsed: ParseResult, path: str) -> SourceSession | None:
-    """The new records as the Pi adapter reads them after the session's own header."""
+def _read_tail(tail: Tail, parsed: ParseResult, state: SessionState) -> SourceSession | None:
+    """The new records as the agent's adapter reads them after the session's own header,
+    or None when they are not for the tail path."""
     with_header = ParseResult(
         records=(tail.header, *parsed.records),
         consumed=parsed.consumed,
@@ -415,8 +412,9 @@ def _read_tail(tail: Tail, parsed: ParseResult, path: str) -> SourceSession | No
         malformed_lines=parsed.malformed_lines,
         repaired_lines=parsed.repaired_lines,
     )
-    session = read_pi(with_header, path)
-    if session.version < 2 or MISSING_SESSION_HEADER in session.reasons:
+    found = adapter(state.agent)
+    session = found.read(with_header, state.path)
+    if found.tail is None or not found.tail.ready(session) or not found.tail.local(session):
         return None
     if not session.records:
         return None

@@ -2,9 +2,9 @@
 
     SourceSession + Lineage ──agent normalizer──► entries ──► dense index, duplicate checks
 
-Each agent has its own normalizer (``stages.pi.normalize``, ``stages.claude.normalize``,
-``stages.codex.normalize``); this module picks one by ``session.agent`` and then applies what
-holds for every agent: ``index`` is dense 0..n-1 in output order, and two entries sharing a
+Each agent has its own normalizer (its adapter's ``normalize``: ``stages.pi.normalize``,
+``stages.claude.normalize``, …); this module picks one by ``session.agent`` and then applies
+what holds for every agent: ``index`` is dense 0..n-1 in output order, and two entries sharing a
 non-null ``entry_id`` or ``operation_address`` mark coverage incomplete
 (``duplicate_entry_id`` / ``duplicate_operation_address``).
 A subagent's entries (``sidechain``) are given the subagent's ``agent_id`` and the parent's
@@ -23,37 +23,19 @@ once for both branch modes. Agent normalizers must keep it that way.
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import replace
-from typing import Protocol
 
+from stages.agents import adapter
 from stages.common import cut_text, duplicate_reasons
-from stages.errors import BadInput
 from stages.lineage import Lineage
 from stages.normalized import EntryMemo, NormalizeResult
-from stages.pi.normalize import normalize_pi
 from stages.policy import Policy
 from stages.redaction import redact_entries
 from stages.source import SourceSession
 from store.reasons import NO_ENTRIES
 from store.records import NormalizedEntry
 
-__all__ = ["cut_text", "normalize"]
-
-
-class Normalizer(Protocol):
-    """An agent's normalizer. *memo* may be ignored: it only saves work (``EntryMemo``)."""
-
-    def __call__(
-        self, session: SourceSession, lineage: Lineage, policy: Policy, *, memo: EntryMemo | None
-    ) -> NormalizeResult: ...
-
-
-# Claude and Codex normalizers load on first use, so normalizing Pi never imports them.
-_LAZY: dict[str, tuple[str, str]] = {
-    "claude": ("stages.claude.normalize", "normalize_claude"),
-    "codex": ("stages.codex.normalize", "normalize_codex"),
-}
+__all__ = ["cut_text", "empty_reasons", "normalize"]
 
 
 def normalize(
@@ -66,7 +48,7 @@ def normalize(
 ) -> NormalizeResult:
     """Normalize the records ``lineage`` selects from ``session``.
 
-    Raises ``BadInput`` only for an agent without a normalizer (a caller bug, not bad data):
+    Raises ``BadInput`` only for an unregistered agent (a caller bug, not bad data):
     odd record content never raises, it becomes entries without text or a coverage reason.
     A view of a session that holds lines (a header or records) yet yields no entry is
     ``no_entries``; *whole*
@@ -74,7 +56,7 @@ def normalize(
     *memo* (same result, less work when the same records come again) is used by the Claude
     and Codex normalizers; Pi's ignores it, as Pi appends take a tail reader instead.
     """
-    result = _normalizer(session.agent)(session, lineage, policy, memo=memo)
+    result = adapter(session.agent).normalize(session, lineage, policy, memo=memo)
     result = replace(result, entries=_subagent_marks(session, result.entries, memo))
     # The one place every agent's entries pass: credentials go here, before anything is stored.
     redacted = redact_entries(result.entries, policy, memo)
@@ -129,12 +111,9 @@ def _subagent_marks(
     return tuple(out)
 
 
-def _normalizer(agent: str) -> Normalizer:
-    if agent == "pi":
-        return normalize_pi
-    try:
-        module, name = _LAZY[agent]
-    except KeyError:
-        raise BadInput(f"no normalizer for agent {agent!r}; expected pi, claude or codex") from None
-    found: Normalizer = getattr(importlib.import_module(module), name)
-    return found
+def empty_reasons(reasons: set[str], entries: int) -> set[str]:
+    """*reasons* of a view of a session with a header, extended to *entries* entries: with
+    ``no_entries`` exactly when it has none (as ``normalize`` says it)."""
+    if entries == 0:
+        return reasons | {NO_ENTRIES}
+    return reasons - {NO_ENTRIES}

@@ -2,26 +2,13 @@
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Callable
+from collections.abc import Mapping
 from typing import Any
 
-from stages.errors import BadInput
-from stages.parse import parse
+from stages.agents import adapter
 from stages.source import ParseResult, SourceSession
-from store.sources import is_object_rollout
 
-__all__ = ["AGENTS", "read_parsed", "read_session"]
-
-Reader = Callable[[ParseResult, str], SourceSession]
-
-# Each adapter is imported on first use, so reading one agent's files never loads the others'.
-_ADAPTERS: dict[str, tuple[str, str]] = {
-    "claude": ("stages.claude.source", "read_claude"),
-    "codex": ("stages.codex.source", "read_codex"),
-    "pi": ("stages.pi.source", "read_pi"),
-}
-AGENTS = tuple(sorted(_ADAPTERS))
+__all__ = ["read_parsed", "read_session"]
 
 
 def read_session(data: bytes, path: str, agent: str) -> SourceSession:
@@ -33,21 +20,10 @@ def read_session(data: bytes, path: str, agent: str) -> SourceSession:
 
 
 def read_parsed(
-    data: bytes, path: str, agent: str, meta: dict[str, Any] | None = None
+    data: bytes, path: str, agent: str, sidecar: Mapping[str, Any] | None = None
 ) -> tuple[SourceSession, ParseResult]:
     """``read_session`` and the parse it read (``consumed``: where the next append starts).
-    *meta* is a Claude subagent transcript's sidecar (``stages.claude.source.read_claude``)."""
-    try:
-        module, name = _ADAPTERS[agent]
-    except KeyError:
-        raise BadInput(f"unknown agent {agent!r}; expected one of {AGENTS}") from None
-    reader: Reader = getattr(importlib.import_module(module), name)
-    if is_object_rollout(agent, path):
-        from stages.codex.rollout_object import parse_object
-
-        parsed = parse_object(data)  # era A: one JSON object, not lines
-    else:
-        parsed = parse(data)
-    if meta is not None and agent == "claude":
-        return getattr(importlib.import_module(module), name)(parsed, path, meta), parsed
-    return reader(parsed, path), parsed
+    *sidecar* is the content of the file the adapter's ``sidecar`` names, when it exists."""
+    found = adapter(agent)
+    parsed = found.parse(data, path)
+    return found.read(parsed, path, sidecar), parsed

@@ -23,21 +23,19 @@ views); a change further back than ``MAX_REPLACED`` entries is built whole.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from stages.claude.source import read_claude
-from stages.codex.source import read_codex
+from stages.agents import adapter
 from stages.digest import SessionFold, ViewInput, build_entries, build_shard, summarize
 from stages.drift import versioned
 from stages.lineage import BRANCH_MODES, lineage
 from stages.normalize import normalize
 from stages.normalized import EntryMemo, NormalizeResult
 from stages.parse import parse
-from stages.pi.source import read_pi
 from stages.policy import Policy
-from stages.source import ParseResult, RawRecord, SourceSession
+from stages.source import ParseResult, RawRecord
 from store.reasons import MAX_ENTRY_CHARS
 from store.records import HotShard, NormalizedEntry, SessionEntries, SessionState, ViewSummary
 from store.tokens import tokenize
@@ -47,8 +45,6 @@ __all__ = ["MAX_REPLACED", "Rederive", "Rederived", "carry_cut", "parsed_state",
 # A delta may take the place of this many of the last stored entries (a continued reply, the
 # results of a few parallel tool calls); a change further back is built whole.
 MAX_REPLACED = 32
-Reader = Callable[[ParseResult, str], SourceSession]
-_READERS: dict[str, Reader] = {"claude": read_claude, "codex": read_codex, "pi": read_pi}
 
 
 @dataclass(slots=True)
@@ -63,7 +59,7 @@ class Rederive:
     two_views: bool
     bytes: int
     memo: EntryMemo = field(default_factory=EntryMemo)
-    meta: dict[str, Any] | None = None  # a Claude subagent's sidecar, read at the whole build
+    meta: dict[str, Any] | None = None  # the session's sidecar (a Claude subagent's), if any
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,8 +75,6 @@ def parsed_state(
     agent: str, data: bytes, views: Sequence[ViewInput], meta: dict[str, Any] | None = None
 ) -> Rederive | None:
     """What ``rederive`` needs of a session just built whole from *data*."""
-    if agent not in _READERS:
-        return None
     parsed = parse(data)
     by_branch = {v.branches: v for v in views}
     return Rederive(
@@ -110,10 +104,7 @@ def rederive(
     whole = ParseResult(
         tuple(raws), parsed.consumed, parsed.next_line, tuple(malformed), tuple(repaired)
     )
-    if rd.meta is not None and state.agent == "claude":
-        session = read_claude(whole, state.path, rd.meta)
-    else:
-        session = _READERS[state.agent](whole, state.path)
+    session = adapter(state.agent).read(whole, state.path, rd.meta)
     if (session.session_id, session.cwd, session.parent_session, session.sidechain) != (
         state.session_id,
         state.cwd,

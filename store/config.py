@@ -7,10 +7,15 @@ limits. Lookup order: ``--config FILE``, else ``$SESSIONDEX_CONFIG``, else
 all defaults, a missing explicit file is an error. Unknown keys and out-of-range values are
 errors naming the key; nothing is silently clamped.
 
-    [sources]                      # a missing root is simply empty
-    pi = "~/.pi/agent/sessions"
+A ``[sources]`` key is the name of a registered agent (``store.agents``); its default root is
+its adapter's (``stages/<agent>/adapter.py``), which only the pipeline loads: ``pipeline``
+passes them as *defaults* and so indexes every agent's root, while the query side, which reads
+the roots the index was built from in its manifest, keeps only the roots the file names.
+
+    [sources]                      # one key per registered agent (store.agents)
+    pi = "~/.pi/agent/sessions"    # a missing root is simply empty
     claude = "~/.claude/projects"
-    codex = "~/.codex/sessions"
+    ...
 
     [memory]                       # the seed's memory block, same names, defaults and bounds
     indexDir = "~/.local/state/sessiondex"
@@ -39,6 +44,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
+
+from store.agents import agent_names
 
 __all__ = [
     "MEMORY_KEYS",
@@ -97,12 +104,6 @@ _BOOL_KEYS = (
     _BoolKey("indexToolOutput", "index_tool_output", True),
 )
 MEMORY_KEYS = tuple(k.name for k in _INT_KEYS) + tuple(k.name for k in _BOOL_KEYS) + ("indexDir",)
-_SOURCE_KEYS = ("pi", "claude", "codex")
-_DEFAULT_ROOTS = {
-    "pi": "~/.pi/agent/sessions",
-    "claude": "~/.claude/projects",
-    "codex": "~/.codex/sessions",
-}
 
 
 def _default_index_dir() -> Path:
@@ -158,7 +159,8 @@ class ArchiveConfig:
 
 @dataclass(frozen=True, slots=True)
 class Config:
-    """Resolved configuration. ``roots`` maps agent → absolute root (may not exist);
+    """Resolved configuration. ``roots`` maps agent → absolute root (may not exist): every
+    root the file names, and every other registered agent's default when loaded with them;
     ``exclude`` holds the ``[sources] exclude`` globs, ``~`` and variables expanded."""
 
     roots: Mapping[str, Path]
@@ -184,9 +186,15 @@ class Config:
 
     @classmethod
     def from_mapping(
-        cls, data: Mapping[str, Any], *, path: Path | None = None, base: Path | None = None
+        cls,
+        data: Mapping[str, Any],
+        *,
+        path: Path | None = None,
+        base: Path | None = None,
+        defaults: Mapping[str, str] | None = None,
     ) -> Config:
-        """Validate a parsed TOML document. Relative paths resolve against *base*."""
+        """Validate a parsed TOML document. Relative paths resolve against *base*; an agent
+        the file does not name gets its root from *defaults* (agent → root as written)."""
         where = str(path) if path else "<config>"
         base = base or (path.parent if path else Path.cwd())
         unknown = set(data) - {"sources", "memory", "privacy", "archive"}
@@ -195,13 +203,19 @@ class Config:
         sources = _table(data, "sources", where)
         memory = _table(data, "memory", where)
         roots: dict[str, Path] = {}
+        known = agent_names()
         for key in sources:
-            if key not in (*_SOURCE_KEYS, "exclude"):
-                expected = ", ".join((*_SOURCE_KEYS, "exclude"))
+            if key not in (*known, "exclude"):
+                expected = ", ".join((*known, "exclude"))
                 raise ConfigError(f"{where}: unknown key sources.{key} (one of {expected})")
         exclude = _exclude(sources.get("exclude", []), where)
-        for key in _SOURCE_KEYS:
-            raw = sources.get(key, _DEFAULT_ROOTS[key])
+        for key in known:
+            if key in sources:
+                raw = sources[key]
+            elif defaults is not None and key in defaults:
+                raw = defaults[key]
+            else:
+                continue
             if not isinstance(raw, str) or not raw.strip():
                 raise ConfigError(f"{where}: sources.{key} must be a non-empty path string")
             roots[key] = _resolve(raw, base)
@@ -326,8 +340,11 @@ def default_config_path() -> Path:
     return Path(xdg).expanduser() / "sessiondex" / "config.toml"
 
 
-def load_config(explicit: str | os.PathLike[str] | None = None) -> Config:
-    """Read the configuration the way every command does (see the module docstring)."""
+def load_config(
+    explicit: str | os.PathLike[str] | None = None, *, defaults: Mapping[str, str] | None = None
+) -> Config:
+    """Read the configuration the way every command does (see the module docstring);
+    *defaults* are the roots of the agents the file does not name."""
     if explicit is None:
         env = os.environ.get("SESSIONDEX_CONFIG")
         explicit = env if env else None
@@ -338,11 +355,11 @@ def load_config(explicit: str | os.PathLike[str] | None = None) -> Config:
     else:
         path = default_config_path()
         if not path.is_file():
-            return Config.from_mapping({}, path=None, base=Path.cwd())
+            return Config.from_mapping({}, path=None, base=Path.cwd(), defaults=defaults)
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"cannot read config file {path}: {exc}") from exc
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: not valid TOML: {exc}") from exc
-    return Config.from_mapping(data, path=path.resolve())
+    return Config.from_mapping(data, path=path.resolve(), defaults=defaults)

@@ -1,6 +1,6 @@
-"""Names every layer shares: the agents whose sessions are indexed, the branch modes, the
-tool families (``NormalizedEntry.family``, filled in by ``stages.families``) and the order of
-session paths.
+"""Names every layer shares: the agents whose sessions are indexed (``store.agents``, the
+registry), the branch modes, the tool families (``NormalizedEntry.family``, filled in by
+``stages.families``) and the order of session paths.
 
 Kept apart from ``store.records`` so that a caller needing only these (the ``query`` CLI
 building its options) does not define every record type first.
@@ -10,9 +10,11 @@ from __future__ import annotations
 
 from typing import Final
 
+from store.agents import agent_names
+
 __all__ = ["AGENTS", "BRANCH_MODES", "SIDECHAIN", "TOOL_FAMILIES", "path_key"]
 
-AGENTS: Final = ("pi", "claude", "codex")
+AGENTS: Final = agent_names()
 # A cold address's sidechain field for a subagent's entry (``NormalizedEntry.sidechain``).
 SIDECHAIN: Final = "sidechain"
 BRANCH_MODES: Final = ("active", "all")

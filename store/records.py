@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from store.names import AGENTS, BRANCH_MODES, SIDECHAIN, TOOL_FAMILIES
+from store.sources import SourceSpec
 
 __all__ = [
     "AGENTS",
@@ -596,6 +597,9 @@ class Manifest:
     sessions live in ``SessionChunk`` records named by ``chunks`` (and ``sessions`` is empty);
     a reader puts them back, so in memory ``sessions`` is always the whole list. ``lexicon``
     names the cold lexicon segments (``store.lexicon``) that cover its cold digests.
+    ``sources`` holds, per agent, the facts of its adapter the query side reads folders by
+    (``store.sources``); a manifest written before it existed has none, and then the query
+    side lists no unindexed files.
     """
 
     generation: int
@@ -608,6 +612,7 @@ class Manifest:
     reasons: tuple[str, ...] = ()
     chunks: tuple[str, ...] = ()
     lexicon: tuple[str, ...] = ()
+    sources: dict[str, SourceSpec] = field(default_factory=dict)
 
     def to_wire(self) -> Wire:
         return [
@@ -621,7 +626,10 @@ class Manifest:
             list(self.reasons),
             list(self.chunks),
             list(self.lexicon),
-        ]
+            # Only when set: a manifest without source facts keeps the bytes it always had.
+            *([{a: spec.to_wire() for a, spec in sorted(self.sources.items())}]
+              if self.sources else []),
+        ]  # fmt: skip
 
     @classmethod
     def from_wire(cls, w: Wire) -> Manifest:
@@ -636,6 +644,9 @@ class Manifest:
             tuple(w[7]),
             tuple(w[8]) if len(w) > 8 else (),
             tuple(w[9]) if len(w) > 9 else (),
+            {a: SourceSpec.from_wire(spec) for a, spec in dict(w[10]).items()}
+            if len(w) > 10
+            else {},
         )
 
     def records(self) -> set[str]:

@@ -1,67 +1,189 @@
-"""Which files under a root are session files: the one rule discovery, the watcher and the
-query side's folder listings share (formats §1-§3).
+"""What a source's files look like, as data both sides share: which file names under an agent's
+root are sessions (``SessionFiles``) and how its writer names the folder holding the sessions
+started in one working directory (``ProjectFolder``).
 
-Every agent writes ``*.jsonl``. Codex's TypeScript CLI (era A, Apr-Aug 2025) wrote one JSON
-object per session instead, ``rollout-YYYY-MM-DD-<uuid>.json``; only those ``.json`` files
-count, and only under the Codex root. Hidden files (a writer's temp files) never count.
+Each adapter declares them (``stages/<agent>/adapter.py``); discovery and the watcher apply
+them, and the pipeline records them in every manifest (``Manifest.sources``, one ``SourceSpec``
+per agent) so that the query side, which never imports ``stages``, lists a folder by the very
+rule discovery used.
 """
 
 from __future__ import annotations
 
-from typing import Final
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from fnmatch import translate
+from functools import cached_property
+from typing import Any, Final
 
 __all__ = [
-    "LINES_SUFFIX",
-    "OBJECT_PREFIX",
-    "OBJECT_SUFFIX",
-    "could_be_session_name",
-    "is_object_rollout",
-    "is_session_name",
+    "ABSOLUTE",
+    "HOME",
+    "TMPDIR",
+    "WHOLE_PATH",
+    "ProjectFolder",
+    "SessionFiles",
+    "SourceSpec",
+    "folder_names",
     "session_stem",
-    "subagent_meta_path",
 ]
 
-LINES_SUFFIX: Final = ".jsonl"
-OBJECT_PREFIX: Final = "rollout-"
-OBJECT_SUFFIX: Final = ".json"
+# ProjectFolder bases the caller resolves (``folder_names``), where the writer's user runs.
+HOME: Final = "~"
+TMPDIR: Final = "$TMPDIR"
+ABSOLUTE: Final = "/"
+WHOLE_PATH: Final = ""
+_BASES: Final = (HOME, TMPDIR, ABSOLUTE, WHOLE_PATH)
 
 
-def is_session_name(agent: str, name: str) -> bool:
-    """True when a file called *name* under *agent*'s root is one of its sessions."""
-    if name.startswith("."):
-        return False
-    if name.endswith(LINES_SUFFIX):
-        return True
-    return agent == "codex" and name.startswith(OBJECT_PREFIX) and name.endswith(OBJECT_SUFFIX)
+def _compiled(patterns: Sequence[str]) -> re.Pattern[str] | None:
+    if not patterns:
+        return None
+    return re.compile("|".join(f"(?:{translate(p)})" for p in patterns))
 
 
-def is_object_rollout(agent: str, path: str) -> bool:
-    """True for a session file holding one JSON object (Codex era A): it is read whole and
-    rewritten whole, never appended to by lines."""
-    return agent == "codex" and path.endswith(OBJECT_SUFFIX)
+@dataclass(frozen=True)
+class SessionFiles:
+    """Which file names under an agent's root are its sessions (any folder depth).
+
+    ``patterns`` are ``fnmatch`` patterns over the file's name, case-sensitive. A hidden name
+    (leading ``.``: a writer's temp file) matches only a pattern that itself starts with ``.``.
+    ``whole`` are the patterns (among ``patterns``) of files that hold one JSON object rather
+    than one per line: they are read whole and never appended to (Codex era A's
+    ``rollout-*.json``).
+    """
+
+    patterns: tuple[str, ...] = ("*.jsonl",)
+    whole: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not self.patterns:
+            raise ValueError("SessionFiles needs at least one pattern")
+        if not all(isinstance(p, str) and p for p in (*self.patterns, *self.whole)):
+            raise ValueError(f"SessionFiles patterns must be non-empty strings: {self.patterns}")
+        stray = [p for p in self.whole if p not in self.patterns]
+        if stray:
+            raise ValueError(f"whole patterns must also be session patterns: {stray}")
+
+    @cached_property
+    def _any(self) -> re.Pattern[str] | None:
+        return _compiled([p for p in self.patterns if not p.startswith(".")])
+
+    @cached_property
+    def _hidden(self) -> re.Pattern[str] | None:
+        return _compiled([p for p in self.patterns if p.startswith(".")])
+
+    @cached_property
+    def _whole(self) -> re.Pattern[str] | None:
+        return _compiled(self.whole)
+
+    def matches(self, name: str) -> bool:
+        """True when a file called *name* under the root is one of the agent's sessions."""
+        found = self._hidden if name.startswith(".") else self._any
+        return found is not None and found.fullmatch(name) is not None
+
+    def read_whole(self, path: str) -> bool:
+        """True for a session file holding one JSON object: read whole, rewritten whole."""
+        name = path.rsplit("/", 1)[-1]
+        return self._whole is not None and self._whole.fullmatch(name) is not None
+
+    def to_wire(self) -> list[Any]:
+        return [list(self.patterns), list(self.whole)]
+
+    @classmethod
+    def from_wire(cls, w: list[Any]) -> SessionFiles:
+        return cls(tuple(w[0]), tuple(w[1]))
 
 
-def could_be_session_name(name: str) -> bool:
-    """True when *name* is a session file under some agent's root (a folder listing that
-    does not know the agent keeps these, and filters by agent later)."""
-    return is_session_name("codex", name)
+@dataclass(frozen=True, slots=True)
+class ProjectFolder:
+    """How a writer names the folder, directly under its root, holding one cwd's sessions::
+
+        name = prefix + re.sub(unsafe, "-", relative) + suffix      (``bare`` when relative is "")
+
+    ``relative`` is the cwd relative to ``base``: ``"~"`` the home folder, ``"$TMPDIR"`` the temp
+    folder (the caller says where those are), ``"/"`` any cwd with its leading separators
+    dropped, ``""`` the whole cwd as it is. A rule applies when the cwd lies under its base; a
+    writer's first rule that applies names the folder (``folder_names``). These are path
+    names, never prose.
+    """
+
+    base: str
+    prefix: str = ""
+    suffix: str = ""
+    unsafe: str = r"[/\\:]"
+    bare: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.base not in _BASES:
+            raise ValueError(f"ProjectFolder base must be one of {_BASES}, got {self.base!r}")
+        texts = (self.prefix, self.suffix, self.unsafe)
+        if not all(isinstance(t, str) for t in texts) or not isinstance(self.bare, str | None):
+            raise ValueError(f"ProjectFolder names are strings: {self!r}")
+        try:
+            re.compile(self.unsafe)
+        except re.error as exc:
+            raise ValueError(f"ProjectFolder unsafe is not a pattern: {exc}") from exc
+
+    def relative(self, cwd: str, bases: Mapping[str, Sequence[str]]) -> str | None:
+        """*cwd* relative to this rule's base (``bases``: where ``~`` and ``$TMPDIR`` are, each
+        as given and as its real path), or None when the rule does not apply to it."""
+        if self.base == WHOLE_PATH:
+            return cwd
+        if self.base == ABSOLUTE:
+            return cwd.lstrip("/\\")
+        for base in bases.get(self.base, ()):
+            top = base.rstrip("/")
+            if cwd in (base, top):
+                return ""
+            if top and cwd.startswith(top + "/"):
+                return cwd[len(top) + 1 :]
+        return None
+
+    def name(self, relative: str) -> str:
+        if not relative and self.bare is not None:
+            return self.bare
+        return self.prefix + re.sub(self.unsafe, "-", relative) + self.suffix
+
+    def to_wire(self) -> list[Any]:
+        return [self.base, self.prefix, self.suffix, self.unsafe, self.bare]
+
+    @classmethod
+    def from_wire(cls, w: list[Any]) -> ProjectFolder:
+        return cls(w[0], w[1], w[2], w[3], w[4])
+
+
+def folder_names(
+    rules: Sequence[ProjectFolder], forms: Iterable[str], bases: Mapping[str, Sequence[str]]
+) -> set[str]:
+    """The folder names a writer with *rules* gives the cwd, for each of its *forms*."""
+    names: set[str] = set()
+    for cwd in forms:
+        for rule in rules:
+            relative = rule.relative(cwd, bases)
+            if relative is not None:
+                names.add(rule.name(relative))
+                break
+    return names
+
+
+@dataclass(frozen=True)
+class SourceSpec:
+    """What a manifest records of one agent's source for the query side."""
+
+    files: SessionFiles = field(default_factory=SessionFiles)
+    folders: tuple[ProjectFolder, ...] = ()
+
+    def to_wire(self) -> list[Any]:
+        return [self.files.to_wire(), [f.to_wire() for f in self.folders]]
+
+    @classmethod
+    def from_wire(cls, w: list[Any]) -> SourceSpec:
+        return cls(SessionFiles.from_wire(w[0]), tuple(ProjectFolder.from_wire(f) for f in w[1]))
 
 
 def session_stem(name: str) -> str:
-    """A session file's name without its suffix (how a session can be named in a scope)."""
-    for suffix in (LINES_SUFFIX, OBJECT_SUFFIX):
-        if name.endswith(suffix):
-            return name[: -len(suffix)]
-    return name
-
-
-META_SUFFIX: Final = ".meta.json"
-
-
-def subagent_meta_path(agent: str, path: str) -> str | None:
-    """Where a Claude Code subagent transcript's sidecar would be (``agent-<id>.meta.json``
-    beside ``agent-<id>.jsonl``, real-writers: 2.1.x), or None for any other file."""
-    name = path.rsplit("/", 1)[-1]
-    if agent != "claude" or not name.startswith("agent-") or not name.endswith(LINES_SUFFIX):
-        return None
-    return path[: -len(LINES_SUFFIX)] + META_SUFFIX
+    """A session file's name without its extension (how a session can be named in a scope)."""
+    stem, dot, _ = name.rpartition(".")
+    return stem if dot and stem.strip(".") else name

@@ -176,6 +176,7 @@ class PiRoot:
             f'pi = "{self.root}"',
             f'claude = "{self.base / "claude"}"',
             f'codex = "{self.base / "codex"}"',
+            f'omp = "{self.base / "omp"}"',
             "[memory]",
             f'indexDir = "{self.index}"',
         ]

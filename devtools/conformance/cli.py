@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from devtools import ROOT
-from tests.conformance.toolchain import NODE, PINNED
+from tests.conformance.toolchain import PINNED, RUNTIMES
 
 __all__ = ["compare", "latest_versions", "main"]
 
@@ -31,13 +31,13 @@ class LookupFailed(RuntimeError):
 
 
 def latest_versions() -> dict[str, str]:
-    """The newest published version of each CLI; Node stays on the pinned major (a runtime)."""
+    """The newest published version of each CLI; Node and Bun stay on their pins (runtimes)."""
     npm = shutil.which("npm")
     if npm is None:
         raise LookupFailed("npm is not on PATH")
     found = dict(PINNED)
     for package in PINNED:
-        if package == NODE:
+        if package in RUNTIMES:
             continue
         done = subprocess.run(
             [npm, "view", package, "version"], capture_output=True, text=True, timeout=120
@@ -123,4 +123,5 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _describe(versions: dict[str, str]) -> str:
-    return ", ".join(f"{k.rsplit('/', 1)[-1]}@{v}" for k, v in versions.items() if k != NODE)
+    named = (f"{k.rsplit('/', 1)[-1]}@{v}" for k, v in versions.items() if k not in RUNTIMES)
+    return ", ".join(named)

@@ -41,6 +41,7 @@ from starlette.routing import Route
 from query.timespec import TimeSpecError, parse_time
 from query.transport import encode
 from query.ui.answer import Answerer
+from store.agents import agent_names
 from store.errors import StoreError
 from store.layout import IndexLayout
 from store.reader import read_current
@@ -115,6 +116,12 @@ def _static(name: str) -> bytes:
     return resources.files("query.ui").joinpath("static", name).read_bytes()
 
 
+def _page() -> bytes:
+    """The page, told every registered agent (``store.agents``) for its agent filter."""
+    names = " ".join(agent_names()).encode()
+    return _static("index.html").replace(b'data-agents=""', b'data-agents="' + names + b'"', 1)
+
+
 def _query_args(op: str, request: Request) -> dict[str, Any]:
     """GET spellings: strings as given, integers parsed, repeated keys for lists."""
     if op == "call":
@@ -176,7 +183,7 @@ def build_app(answer: Answerer, settings: UiSettings) -> ASGI:
 
     async def page(request: Request) -> Response:
         return Response(
-            _static("index.html"),
+            _page(),
             media_type="text/html; charset=utf-8",
             headers={"Cache-Control": "no-store"},
         )

@@ -37,7 +37,6 @@ _OUTCOMES: Final = {
     "unfinished": "aborted",
     "running": "aborted",
 }
-_AGENT: Final = "pi"
 
 
 def nested_calls(message: dict[str, Any]) -> list[dict[str, Any]]:
@@ -89,7 +88,8 @@ def nested_children(carrier: NormalizedEntry, message: dict[str, Any]) -> list[N
         present, args = _arguments(call)
         status = call.get("status")
         outcome = _OUTCOMES.get(status) if isinstance(status, str) else None
-        ref, provider, action = tool_identity(_AGENT, name)
+        # the carrier's agent: a writer of Pi's format names its own tools
+        ref, provider, action = tool_identity(carrier.agent, name)
         error = call.get("error")
         summary = summarize_args(args) if present else ""
         text = f"Tool: {name}({summary})"
@@ -141,7 +141,7 @@ def nested_children(carrier: NormalizedEntry, message: dict[str, Any]) -> list[N
                 else (),
                 operation=json_value(operation),
                 sidechain=carrier.sidechain,
-                family=tool_family(_AGENT, name),
+                family=tool_family(carrier.agent, name),
             )
         )
     return children

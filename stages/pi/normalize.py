@@ -51,8 +51,8 @@ tool}`` states it exactly).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from stages.common import (
@@ -74,16 +74,80 @@ from stages.pi.fabric import read_trace, trace_children
 from stages.pi.nested import nested_children
 from stages.policy import Policy
 from stages.source import SourceRecord, SourceSession
-from store.reasons import NO_ENTRIES
 from store.records import NormalizedEntry
 
-__all__ = ["KEPT_TYPES", "appends_locally", "empty_reasons", "normalize_pi", "tool_identity"]
+__all__ = [
+    "KEPT_TYPES",
+    "PI",
+    "Dialect",
+    "Fields",
+    "appends_locally",
+    "content_text",
+    "normalize_pi",
+    "normalize_pi_format",
+    "tool_identity",
+]
 
 AGENT = "pi"
 KEPT_TYPES = frozenset({"message", "compaction", "branch_summary", "custom_message"})
 FABRIC_EXEC = "fabric_exec"
 SYSTEM_ROLE = "system"
 CONTEXT_EDIT = "context_edit"
+
+
+@dataclass(slots=True)
+class Fields:
+    """What one record contributes beyond the fields every entry has."""
+
+    role: str | None
+    text: str
+    tool: str | None = None
+    is_error: bool = False
+    ref: str | None = None
+    provider: str | None = None
+    action: str | None = None
+    outcome: str | None = None
+    operation_address: str | None = None
+    files: tuple[str, ...] = ()
+    family: str | None = None
+
+    def identify(self, agent: str, tool: str | None) -> None:
+        """Name *agent*'s tool *tool*: its identity and family (``stages.families``)."""
+        self.tool = tool
+        if tool:
+            self.ref, self.provider, self.action = _identity(agent, tool)
+            self.family = tool_family(agent, tool)
+
+
+# A message of a role Pi itself does not write: (message, entry id, policy) → its fields, or
+# None when it is no entry at all (like Pi's own ``system`` messages).
+RoleReader = Callable[[dict[str, Any], str | None, Policy], Fields | None]
+
+
+def _pi_result_identity(tool: str, details: object) -> tuple[str, str, str] | None:
+    """An MCP result names its server and tool (Pi 1.6.0: ``details: {server, tool}``): exact
+    even when the server's own name holds "__", which splitting the tool name could not tell."""
+    if not isinstance(details, dict):
+        return None
+    server, action = details.get("server"), details.get("tool")
+    if isinstance(server, str) and isinstance(action, str) and tool == f"mcp__{server}__{action}":
+        return f"{server}.{action}", server, action
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class Dialect:
+    """What a writer of Pi's format does its own way (Oh My Pi: ``stages.omp``): the agent
+    its entries belong to, the message roles Pi does not write (read by ``roles``; any other
+    unknown role stays an entry without text), and what a tool result's ``details`` state
+    exactly about the tool's identity (``result_identity``: an MCP server and tool)."""
+
+    agent: str
+    roles: Mapping[str, RoleReader] = field(default_factory=dict)
+    result_identity: Callable[[str, object], tuple[str, str, str] | None] = _pi_result_identity
+
+
+PI = Dialect(AGENT)
 
 
 def normalize_pi(
@@ -96,6 +160,14 @@ def normalize_pi(
     (branch-fact address conflicts); the dispatcher adds entry-id and operation-address
     duplicates, and the session's and lineage's own reasons travel separately.
     """
+    return normalize_pi_format(PI, session, lineage, policy)
+
+
+def normalize_pi_format(
+    dialect: Dialect, session: SourceSession, lineage: Lineage, policy: Policy
+) -> NormalizeResult:
+    """``normalize_pi`` for any writer of Pi's format, by its *dialect*. A subagent's own
+    session (``session.sidechain``) gives sidechain entries."""
     selected = frozenset(lineage.selected)
     edits = _context_edits(r for r in session.records if r.position in selected)
     entries: list[NormalizedEntry] = []
@@ -104,7 +176,7 @@ def normalize_pi(
     for record in session.records:
         if record.position not in selected:
             continue
-        entry = _entry(record, policy, index=len(entries))
+        entry = _entry(dialect, record, policy, index=len(entries), sidechain=session.sidechain)
         if entry is None:
             continue
         if entry.entry_id is not None and entry.entry_id in edits:
@@ -128,46 +200,21 @@ def appends_locally(appended: SourceSession) -> bool:
     return not any(r.kind == CONTEXT_EDIT for r in appended.records)
 
 
-def empty_reasons(reasons: set[str], entries: int) -> set[str]:
-    """*reasons* of a view of a session with a header, extended to *entries* entries: with
-    ``no_entries`` exactly when it has none (as ``normalize`` says it)."""
-    if entries == 0:
-        return reasons | {NO_ENTRIES}
-    return reasons - {NO_ENTRIES}
-
-
 def tool_identity(tool: str) -> tuple[str, str | None, str | None]:
     """(ref, provider, action) of a Pi tool name: ``pi.<tool>``, an MCP tool's server identity
     (``stages.families``), or for Fabric's own entry tool ``fabric_exec`` no provider/action."""
+    return _identity(AGENT, tool)
+
+
+def _identity(agent: str, tool: str) -> tuple[str, str | None, str | None]:
     if tool == FABRIC_EXEC:
         return FABRIC_EXEC, None, None
-    return agent_tool_identity(AGENT, tool)
+    return agent_tool_identity(agent, tool)
 
 
-@dataclass(slots=True)
-class _Fields:
-    """What one record contributes beyond the fields every entry has."""
-
-    role: str | None
-    text: str
-    tool: str | None = None
-    is_error: bool = False
-    ref: str | None = None
-    provider: str | None = None
-    action: str | None = None
-    outcome: str | None = None
-    operation_address: str | None = None
-    files: tuple[str, ...] = ()
-    family: str | None = None
-
-    def identify(self, tool: str | None) -> None:
-        self.tool = tool
-        if tool:
-            self.ref, self.provider, self.action = tool_identity(tool)
-            self.family = tool_family(AGENT, tool)
-
-
-def _entry(record: SourceRecord, policy: Policy, index: int) -> NormalizedEntry | None:
+def _entry(
+    dialect: Dialect, record: SourceRecord, policy: Policy, index: int, *, sidechain: bool
+) -> NormalizedEntry | None:
     value = record.value
     kind = value.get("type")
     if not isinstance(kind, str) or kind not in KEPT_TYPES:
@@ -179,13 +226,16 @@ def _entry(record: SourceRecord, policy: Policy, index: int) -> NormalizedEntry 
             return None
         if message.get("role") == SYSTEM_ROLE:
             return None  # the system prompt and tool loadout: never conversation
-        fields = _message_fields(message, entry_id, policy)
+        found = _message_fields(dialect, message, entry_id, policy)
+        if found is None:
+            return None
+        fields = found
     elif kind == "compaction":
-        fields = _Fields(role="compaction", text=f"compaction: {js_string(value.get('summary'))}")
+        fields = Fields(role="compaction", text=f"compaction: {js_string(value.get('summary'))}")
     elif kind == "branch_summary":
-        fields = _Fields(role="branchSummary", text="")
+        fields = Fields(role="branchSummary", text="")
     else:  # custom_message
-        fields = _Fields(role="custom", text=_custom_text(value))
+        fields = Fields(role="custom", text=_custom_text(value))
     if is_blank(fields.text) and fields.role is None:
         return None
     message_ts = message.get("timestamp") if isinstance(message, dict) else None
@@ -202,45 +252,53 @@ def _entry(record: SourceRecord, policy: Policy, index: int) -> NormalizedEntry 
         truncated=False,
         line=record.line,
         offset=record.offset,
-        agent=AGENT,
+        agent=dialect.agent,
         operation_address=fields.operation_address,
         ref=fields.ref,
         provider=fields.provider,
         action=fields.action,
         outcome=fields.outcome,
         files_touched=fields.files,
-        sidechain=record.sidechain,
+        sidechain=record.sidechain or sidechain,
         family=fields.family,
     )
 
 
-def _message_fields(message: dict[str, Any], entry_id: str | None, policy: Policy) -> _Fields:
+def _message_fields(
+    dialect: Dialect, message: dict[str, Any], entry_id: str | None, policy: Policy
+) -> Fields | None:
     raw_role = message.get("role")
     role = clean_text(raw_role) if isinstance(raw_role, str) and raw_role else None
     if role == "user":
-        text = _content_text(message.get("content"))
-        return _Fields(role=role, text=text, is_error=_is_error(message))
+        text = content_text(message.get("content"))
+        return Fields(role=role, text=text, is_error=is_error(message))
     if role == "assistant":
-        return _assistant(message, entry_id, policy)
+        return _assistant(dialect, message, entry_id, policy)
     if role == "toolResult":
-        return _tool_result(message, policy)
+        return _tool_result(dialect, message, policy)
     if role == "bashExecution":
-        return _bash(message, entry_id, policy)
+        return _bash(dialect, message, entry_id, policy)
     if role in ("custom", "hookMessage"):
         # v2 wrote extension messages as role "hookMessage"; v3 renamed it "custom".
-        return _Fields(role="custom", text=_custom_text(message), is_error=_is_error(message))
+        return Fields(role="custom", text=_custom_text(message), is_error=is_error(message))
     if role == "compactionSummary":
         text = f"compaction: {js_string(message.get('summary'))}"
-        return _Fields(role=role, text=text, is_error=_is_error(message))
+        return Fields(role=role, text=text, is_error=is_error(message))
+    own = dialect.roles.get(role) if role is not None else None
+    if own is not None:
+        return own(message, entry_id, policy)
     # branchSummary (prose never indexed) and roles we do not know: kept, without text.
-    return _Fields(role=role, text="", is_error=_is_error(message))
+    return Fields(role=role, text="", is_error=is_error(message))
 
 
-def _is_error(message: dict[str, Any]) -> bool:
+def is_error(message: dict[str, Any]) -> bool:
+    """A message's own ``isError`` flag, read as JavaScript reads it."""
     return js_truthy(message.get("isError"))
 
 
-def _assistant(message: dict[str, Any], entry_id: str | None, policy: Policy) -> _Fields:
+def _assistant(
+    dialect: Dialect, message: dict[str, Any], entry_id: str | None, policy: Policy
+) -> Fields:
     parts: list[str] = []
     calls: list[dict[str, Any]] = []
     content = message.get("content")
@@ -261,10 +319,10 @@ def _assistant(message: dict[str, Any], entry_id: str | None, policy: Policy) ->
     error_message = js_string(message.get("errorMessage"))
     if error_message:
         parts.append(f"Error: {error_message}")
-    fields = _Fields(role="assistant", text="\n".join(parts), is_error=_is_error(message))
+    fields = Fields(role="assistant", text="\n".join(parts), is_error=is_error(message))
     first = next((c for c in calls if isinstance(c.get("name"), str)), None)
     if first is not None:
-        fields.identify(clean_text(first["name"]) or None)
+        fields.identify(dialect.agent, clean_text(first["name"]) or None)
         call_id = first.get("id")
         if fields.tool and entry_id is not None and isinstance(call_id, str) and call_id:
             fields.operation_address = f"{entry_id}/call:{clean_text(call_id)}"
@@ -272,7 +330,7 @@ def _assistant(message: dict[str, Any], entry_id: str | None, policy: Policy) ->
     return fields
 
 
-def _tool_result(message: dict[str, Any], policy: Policy) -> _Fields:
+def _tool_result(dialect: Dialect, message: dict[str, Any], policy: Policy) -> Fields:
     raw_tool = message.get("toolName")
     tool = clean_text(raw_tool) if isinstance(raw_tool, str) and raw_tool else None
     content = message.get("content")
@@ -287,25 +345,19 @@ def _tool_result(message: dict[str, Any], policy: Policy) -> _Fields:
     suffix = " [error]" if message.get("isError") is True else ""
     prefix = f"toolResult({tool}){suffix}" if tool else f"toolResult{suffix}"
     text = f"{prefix}: {body}" if policy.index_tool_output and body else prefix
-    is_error = _is_error(message)
-    fields = _Fields(role="toolResult", text=text, is_error=is_error)
-    fields.identify(tool)
-    details = message.get("details")
-    if isinstance(details, dict) and tool is not None:
-        server, action = details.get("server"), details.get("tool")
-        # An MCP result names its server and tool (Pi 1.6.0): exact even when the server's
-        # own name holds "__", which splitting the tool name could not tell.
-        if (
-            isinstance(server, str)
-            and isinstance(action, str)
-            and tool == f"mcp__{server}__{action}"
-        ):
-            fields.ref, fields.provider, fields.action = f"{server}.{action}", server, action
-    fields.outcome = "failed" if is_error else "succeeded"
+    failed = is_error(message)
+    fields = Fields(role="toolResult", text=text, is_error=failed)
+    fields.identify(dialect.agent, tool)
+    stated = dialect.result_identity(tool, message.get("details")) if tool is not None else None
+    if stated is not None:
+        fields.ref, fields.provider, fields.action = stated
+    fields.outcome = "failed" if failed else "succeeded"
     return fields
 
 
-def _bash(message: dict[str, Any], entry_id: str | None, policy: Policy) -> _Fields:
+def _bash(
+    dialect: Dialect, message: dict[str, Any], entry_id: str | None, policy: Policy
+) -> Fields:
     command = js_string(message.get("command"))
     output = js_string(message.get("output"))
     exit_code = message.get("exitCode")
@@ -320,8 +372,8 @@ def _bash(message: dict[str, Any], entry_id: str | None, policy: Policy) -> _Fie
         outcome = "succeeded" if exit_code == 0 else "failed"
     else:
         outcome = None
-    fields = _Fields(role="bashExecution", text=text, is_error=outcome == "failed")
-    fields.identify("bash")
+    fields = Fields(role="bashExecution", text=text, is_error=outcome == "failed")
+    fields.identify(dialect.agent, "bash")
     fields.outcome = outcome
     if entry_id is not None:
         fields.operation_address = f"{entry_id}/bash"
@@ -330,12 +382,13 @@ def _bash(message: dict[str, Any], entry_id: str | None, policy: Policy) -> _Fie
 
 def _custom_text(holder: dict[str, Any]) -> str:
     """``[<customType>] <body>`` of a custom_message record or a custom/hookMessage message."""
-    body = _content_text(holder.get("content"))
+    body = content_text(holder.get("content"))
     custom_type = js_string(holder.get("customType"))
     return f"[{custom_type}] {body}" if custom_type else body
 
 
-def _content_text(content: object) -> str:
+def content_text(content: object) -> str:
+    """A message's ``content``: the string, or its text blocks joined by "\\n"."""
     if isinstance(content, str):
         return content
     if isinstance(content, list):

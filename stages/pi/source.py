@@ -29,6 +29,7 @@ id Pi's migration would have linked to.
 from __future__ import annotations
 
 from collections.abc import Collection
+from dataclasses import dataclass
 from pathlib import PurePath
 from typing import Any
 
@@ -38,7 +39,18 @@ from stages.drift import Drift
 from stages.source import ParseResult, SourceRecord, SourceSession, parse_reasons
 from store.reasons import MISSING_SESSION_HEADER
 
-__all__ = ["KNOWN_BLOCKS", "KNOWN_ROLES", "KNOWN_TYPES", "derived_id", "read_pi", "v1_entry_id"]
+__all__ = [
+    "KNOWN_BLOCKS",
+    "KNOWN_ROLES",
+    "KNOWN_TYPES",
+    "PI_KNOWN",
+    "Known",
+    "derived_id",
+    "read_pi",
+    "read_pi_format",
+    "tail_ready",
+    "v1_entry_id",
+]
 
 AGENT = "pi"
 _HEADER = "session"
@@ -75,8 +87,27 @@ KNOWN_ROLES = frozenset(
 KNOWN_BLOCKS = frozenset({"text", "thinking", "toolCall", "image"})
 
 
+@dataclass(frozen=True, slots=True)
+class Known:
+    """The entry types, message roles and content-block types a writer of Pi's format writes:
+    every other one is drift (``stages.drift``)."""
+
+    types: frozenset[str]
+    roles: frozenset[str]
+    blocks: frozenset[str]
+
+
+PI_KNOWN = Known(KNOWN_TYPES, KNOWN_ROLES, KNOWN_BLOCKS)
+
+
 def read_pi(parsed: ParseResult, path: str) -> SourceSession:
     """Read a parsed Pi session file. Never raises on odd content: it becomes ``reasons``."""
+    return read_pi_format(parsed, path, agent=AGENT, known=PI_KNOWN)
+
+
+def read_pi_format(parsed: ParseResult, path: str, *, agent: str, known: Known) -> SourceSession:
+    """``read_pi`` for any writer of Pi's format: its entries are *agent*'s, and what it
+    writes beyond *known* is counted as drift."""
     reasons = parse_reasons(parsed)
     raws = parsed.records
     header_index = next((i for i, r in enumerate(raws) if r.value.get("type") == _HEADER), None)
@@ -100,7 +131,7 @@ def read_pi(parsed: ParseResult, path: str) -> SourceSession:
         if kind == _HEADER:
             entry_ids.append(None)
             continue
-        _check(drift, value)
+        _check(drift, value, known)
         position = len(records)
         own_id = _str(value.get("id"))
         record_id: str | None
@@ -128,7 +159,7 @@ def read_pi(parsed: ParseResult, path: str) -> SourceSession:
 
     extra: dict[str, Any] = {"v1_entry_ids": tuple(entry_ids)} if linear else {}
     return SourceSession(
-        agent=AGENT,
+        agent=agent,
         path=path,
         session_id=session_id,
         cwd=_str(head.get("cwd")) or "",
@@ -143,19 +174,30 @@ def read_pi(parsed: ParseResult, path: str) -> SourceSession:
     )
 
 
-def _check(drift: Drift, value: dict[str, Any]) -> None:
-    """Count what of one entry this adapter does not know (module ``KNOWN_*`` sets)."""
-    if not drift.check("line", value.get("type"), KNOWN_TYPES, value):
+def tail_ready(session: SourceSession) -> bool:
+    """Whether appends to *session* (read whole) can be read from their own lines: its
+    records carry their ids (v2+) and its header came first, so a tail read after that header
+    gives the records exactly what a whole read would."""
+    return (
+        session.version >= 2
+        and session.header is not None
+        and MISSING_SESSION_HEADER not in session.reasons
+    )
+
+
+def _check(drift: Drift, value: dict[str, Any], known: Known) -> None:
+    """Count what of one entry the writer's *known* sets do not hold."""
+    if not drift.check("line", value.get("type"), known.types, value):
         return
     message = value.get("message")
     if value.get("type") != "message" or not isinstance(message, dict):
         return
     role = message.get("role")
-    if not isinstance(role, str) or role not in KNOWN_ROLES:
+    if not isinstance(role, str) or role not in known.roles:
         drift.note("role", role, text=True)
         return
     if role != "system":  # the system prompt is never indexed, whatever it holds
-        drift.blocks(message.get("content"), KNOWN_BLOCKS)
+        drift.blocks(message.get("content"), known.blocks)
 
 
 def derived_id(session_id: str, position: int, used: Collection[str] = ()) -> str:

@@ -52,6 +52,7 @@ class Home:
             "pi": self.root / ".pi" / "agent" / "sessions",
             "claude": self.root / ".claude" / "projects",
             "codex": self.root / ".codex" / "sessions",
+            "omp": self.root / ".omp" / "agent" / "sessions",
         }[self.agent]
 
     def session_files(self) -> list[Path]:
@@ -232,4 +233,56 @@ class CodexDriver(Driver):
         return _run([str(self.chain.codex), "mcp", "list"], self.env(home), home.work)
 
 
-DRIVERS: dict[str, type[Driver]] = {"pi": PiDriver, "claude": ClaudeDriver, "codex": CodexDriver}
+class OmpDriver(Driver):
+    """Oh My Pi: ``~/.omp/agent/models.yml`` declares the fake model as an OpenAI Chat
+    Completions provider, ``~/.omp/agent/mcp.json`` the MCP servers; ``--no-title`` keeps the
+    session title from asking the model for one (a request the script does not plan)."""
+
+    agent = "omp"
+
+    def agent_dir(self, home: Home) -> Path:
+        return home.root / ".omp" / "agent"
+
+    def prepare(self, home: Home) -> None:
+        super().prepare(home)
+        agent_dir = self.agent_dir(home)
+        agent_dir.mkdir(parents=True, exist_ok=True)
+        zero = {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0}
+        models = {
+            "providers": {
+                "fake": {
+                    "baseUrl": f"{self.model_url}/v1",
+                    "api": "openai-completions",
+                    "apiKey": "x",
+                    "auth": "apiKey",
+                    "models": [{"id": "fake-1", "cost": zero}],
+                }
+            }
+        }
+        # YAML is a superset of JSON: models.yml takes this document as it is
+        (agent_dir / "models.yml").write_text(json.dumps(models))
+
+    def env(self, home: Home) -> dict[str, str]:
+        return base_env(home, self.chain.bun_bin)
+
+    def prompt(self, home: Home, text: str, *, resume: bool, options: tuple[str, ...] = ()) -> str:
+        argv = [str(self.chain.omp), "-p"]
+        if resume:
+            argv.append("-c")
+        argv += ["--model", "fake/fake-1", "--no-title"]
+        argv += ["--append-system-prompt", f"Appended rule {home.marker}", *options, text]
+        return _run(argv, self.env(home), home.work)
+
+    def mcp_add(self, home: Home, name: str, command: list[str], *options: str) -> None:
+        path = self.agent_dir(home) / "mcp.json"
+        config = json.loads(path.read_text()) if path.exists() else {"mcpServers": {}}
+        config["mcpServers"][name] = {"command": command[0], "args": command[1:]}
+        path.write_text(json.dumps(config))
+
+
+DRIVERS: dict[str, type[Driver]] = {
+    "pi": PiDriver,
+    "claude": ClaudeDriver,
+    "codex": CodexDriver,
+    "omp": OmpDriver,
+}

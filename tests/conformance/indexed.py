@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from query.transport import Backend
+from store.agents import agent_names
 from store.config import Config, load_config
 from store.reader import open_snapshot
 from store.records import SessionState
@@ -26,7 +27,7 @@ from tests.conformance.agents import Home
 __all__ = ["Indexed", "index"]
 
 BIN = Path(sys.executable).parent
-AGENTS = ("pi", "claude", "codex")
+AGENTS = agent_names()
 
 
 @dataclass

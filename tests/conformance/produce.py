@@ -36,6 +36,9 @@ class Produced:
     home: Home
     files: tuple[Path, ...]
     outputs: tuple[str, ...]
+    # the system-prompt marker reached the model (a writer that keeps no system prompt in its
+    # files, such as omp, shows it read AGENTS.md this way)
+    marker_sent: bool = False
 
 
 def produce(scenario: Scenario, driver: Driver, model: FakeModel, base: Path) -> Produced:
@@ -46,9 +49,11 @@ def produce(scenario: Scenario, driver: Driver, model: FakeModel, base: Path) ->
     if scenario.setup is not None:
         scenario.setup(driver, home)
     outputs = []
+    marker_sent = False
     for number, step in enumerate(scenario.steps(home), 1):
         model.load(list(step.turns))
         outputs.append(driver.prompt(home, step.prompt, resume=step.resume, options=step.options))
+        marker_sent = marker_sent or any(home.marker in json.dumps(r.body) for r in model.requests)
         if model.remaining or model.overruns:
             paths = [r.path for r in model.requests]
             raise ScriptMismatch(
@@ -57,7 +62,7 @@ def produce(scenario: Scenario, driver: Driver, model: FakeModel, base: Path) ->
                 f"{outputs[-1][-2000:]}"
             )
     files = tuple(home.session_files())
-    produced = Produced(scenario, home, files, tuple(outputs))
+    produced = Produced(scenario, home, files, tuple(outputs), marker_sent)
     target = os.environ.get("SESSIONDEX_CONFORMANCE_CAPTURE")
     if target:
         capture(produced, Path(target))
@@ -113,8 +118,9 @@ def produce_pi_branch(scenario: Scenario, chain: Toolchain, base: Path) -> PiBra
 
 def record_types(files: tuple[Path, ...], agent: str) -> dict[str, int]:
     """How many records of each type the writer wrote, by its own typed fields only:
-    Pi ``type`` (+ ``message.role``), Claude ``type`` (+ ``attachment.type``), Codex ``type``
-    (+ ``payload.type``, + ``payload.item.type``). ``ops/conformance --latest`` diffs these."""
+    Pi and omp ``type`` (+ ``message.role``), Claude ``type`` (+ ``attachment.type``), Codex
+    ``type`` (+ ``payload.type``, + ``payload.item.type``). ``ops/conformance --latest`` diffs
+    these."""
     counts: dict[str, int] = {}
     for path in files:
         for line in path.read_bytes().splitlines():
@@ -130,7 +136,7 @@ def record_types(files: tuple[Path, ...], agent: str) -> dict[str, int]:
 
 def _record_type(record: dict[str, Any], agent: str) -> str:
     parts = [str(record.get("type"))]
-    if agent == "pi":
+    if agent in ("pi", "omp"):
         message = record.get("message")
         if isinstance(message, dict):
             parts.append(str(message.get("role")))

@@ -18,6 +18,8 @@ from tests.conformance.fake_model import Turn
 __all__ = [
     "MCP_ERR",
     "MCP_OK",
+    "OMP_MCP_ERR",
+    "OMP_MCP_OK",
     "MCP_SERVER",
     "SCENARIOS",
     "Expected",
@@ -78,6 +80,8 @@ def _mcp_codemode(driver: Driver, home: Home) -> None:
 FAIL_CMD = "echo SHELLOUTQ7; exit 3"
 MCP_OK = f"mcp__{MCP_SERVER}__lookup"
 MCP_ERR = f"mcp__{MCP_SERVER}__explode"
+OMP_MCP_OK = f"mcp__{MCP_SERVER}_lookup"
+OMP_MCP_ERR = f"mcp__{MCP_SERVER}_explode"
 
 
 def _notes(home: Home) -> str:
@@ -92,7 +96,7 @@ def _shell_steps(agent: str) -> Callable[[Home], list[Step]]:
         prompt = "Read the notes and run the failing command PROMPTSHELLQ7"
         final = Turn.say("The command failed with exit 3 FINALSHELLQ7")
         turns: tuple[Turn, ...]
-        if agent == "pi":
+        if agent in ("pi", "omp"):
             turns = (Turn.tool("read", path=_notes(home)), Turn.tool("bash", command=FAIL_CMD))
         elif agent == "claude":
             turns = (
@@ -109,7 +113,7 @@ def _shell_steps(agent: str) -> Callable[[Home], list[Step]]:
 
 def _shell_expected(agent: str) -> Callable[[Home], list[Expected]]:
     def expected(home: Home) -> list[Expected]:
-        if agent == "pi":
+        if agent in ("pi", "omp"):
             return [Expected("read", "succeeded", files=(_notes(home),)),
                     Expected("bash", "failed")]  # fmt: skip
         if agent == "claude":
@@ -125,7 +129,7 @@ def _shell_expected(agent: str) -> Callable[[Home], list[Expected]]:
 
 def _resume_steps(agent: str) -> Callable[[Home], list[Step]]:
     shell = {"pi": ("bash", "command"), "claude": ("Bash", "command"),
-             "codex": ("exec_command", "cmd")}[agent]  # fmt: skip
+             "codex": ("exec_command", "cmd"), "omp": ("bash", "command")}[agent]  # fmt: skip
     options = ("--allowedTools", "Bash") if agent == "claude" else ()
 
     def steps(home: Home) -> list[Step]:
@@ -144,16 +148,26 @@ def _resume_steps(agent: str) -> Callable[[Home], list[Step]]:
 
 
 def _resume_expected(agent: str) -> Callable[[Home], list[Expected]]:
-    name = {"pi": "bash", "claude": "Bash", "codex": "exec_command"}[agent]
+    name = {"pi": "bash", "claude": "Bash", "codex": "exec_command", "omp": "bash"}[agent]
     return lambda home: [Expected(name, "succeeded")]
 
 
 # --------------------------------------------------------------------------------------- mcp
 
 
+def _mcp_names(agent: str) -> tuple[str, str]:
+    """The names the agent gives the stub's tools: ``mcp__needle__<tool>``, except omp's own
+    ``mcp__needle_<tool>`` (one "_": ``createMCPToolName``)."""
+    if agent == "omp":
+        return OMP_MCP_OK, OMP_MCP_ERR
+    return MCP_OK, MCP_ERR
+
+
 def _mcp_steps(agent: str) -> Callable[[Home], list[Step]]:
+    ok, err = _mcp_names(agent)
+
     def steps(home: Home) -> list[Step]:
-        calls = [Turn.tool(MCP_OK, word="haystack"), Turn.tool(MCP_ERR, why="on purpose")]
+        calls = [Turn.tool(ok, word="haystack"), Turn.tool(err, why="on purpose")]
         options: tuple[str, ...] = ()
         if agent == "claude":
             # MCP tools are deferred: Claude Code's model selects them with ToolSearch first.
@@ -169,10 +183,12 @@ def _mcp_steps(agent: str) -> Callable[[Home], list[Step]]:
 
 
 def _mcp_expected(agent: str) -> Callable[[Home], list[Expected]]:
+    ok, err = _mcp_names(agent)
+
     def expected(home: Home) -> list[Expected]:
         found = [
-            Expected(MCP_OK, "succeeded", provider=MCP_SERVER, action="lookup"),
-            Expected(MCP_ERR, "failed", provider=MCP_SERVER, action="explode"),
+            Expected(ok, "succeeded", provider=MCP_SERVER, action="lookup"),
+            Expected(err, "failed", provider=MCP_SERVER, action="explode"),
         ]
         if agent == "claude":
             found.insert(0, Expected("ToolSearch", "succeeded"))
@@ -248,7 +264,7 @@ def _all() -> dict[str, Scenario]:
     # Entry counts: each prompt, each tool call, each tool result and each final answer is one
     # entry; nothing else (system prompts, attachments, bookkeeping lines) is.
     found: list[Scenario] = []
-    for agent in ("pi", "claude", "codex"):
+    for agent in ("pi", "claude", "codex", "omp"):
         shell_entries = 4 if agent == "codex" else 6  # Codex has no read tool: no read call
         mcp_entries = 8 if agent == "claude" else 6  # Claude selects the tools with ToolSearch
         found += [

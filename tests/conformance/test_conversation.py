@@ -75,9 +75,11 @@ def test_system_prompts_and_attachments_are_never_conversation_text(runs: Runs, 
     produced = runs.produced(key)
     indexed = runs.indexed(key)
     marker = produced.home.marker
-    assert any(marker in p.read_text(errors="replace") for p in produced.files), (
-        f"{key}: the writer did not record the system-prompt marker at all; the scenario no "
-        "longer proves anything (was AGENTS.md/CLAUDE.md read?)"
+    assert produced.marker_sent or any(
+        marker in p.read_text(errors="replace") for p in produced.files
+    ), (
+        f"{key}: the writer did not record the system-prompt marker at all, nor send it to "
+        "the model; the scenario no longer proves anything (was AGENTS.md/CLAUDE.md read?)"
     )
     for branches in ("active", "all"):
         leaked = [

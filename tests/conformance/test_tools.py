@@ -15,8 +15,8 @@ from tests.conformance.scenarios import MCP_ERR, MCP_OK, MCP_SERVER, SCENARIOS, 
 pytestmark = pytest.mark.conformance
 
 TOOL_SCENARIOS = [key for key, s in SCENARIOS.items() if not s.sdk]
-AGENTS = ("pi", "claude", "codex")
-SHELL_TOOL = {"pi": "bash", "claude": "Bash", "codex": "exec_command"}
+AGENTS = ("pi", "claude", "codex", "omp")
+SHELL_TOOL = {"pi": "bash", "claude": "Bash", "codex": "exec_command", "omp": "bash"}
 
 
 def tool_entries(
@@ -97,8 +97,9 @@ def test_mcp_filters_find_cold_sessions_too(runs: Runs, agent: str) -> None:
     """A cold session answers filters from its digest: the same names must be in it."""
     indexed = runs.indexed(f"{agent}/mcp", cold=True)
     assert all(s["tier"] == "cold" for s in indexed.sessions()), "the session is not cold"
+    failing = [e.tool for e in expected(runs, f"{agent}/mcp") if e.outcome == "failed"]
     for filters in (
-        {"tool": MCP_ERR, "outcome": "failed"},
+        {"tool": failing[0], "outcome": "failed"},
         {"provider": MCP_SERVER, "action": "explode"},
         {"ref": f"{MCP_SERVER}.explode"},
     ):
@@ -107,22 +108,28 @@ def test_mcp_filters_find_cold_sessions_too(runs: Runs, agent: str) -> None:
 
 
 def test_mcp_call_has_one_identity_on_every_agent(runs: Runs) -> None:
-    """The same MCP call, made by Pi, Claude Code and Codex, is one name, provider and ref."""
+    """The same MCP call, made by Pi, Claude Code, Codex and omp, is one provider, action and
+    ref, and one name on the agents that share Claude Code's naming (omp mints its own,
+    ``mcp__<server>_<tool>``, kept as the writer wrote it)."""
     seen: dict[str, set[tuple[Any, ...]]] = {}
     for agent in AGENTS:
         indexed = runs.indexed(f"{agent}/mcp")
-        for tool in (MCP_OK, MCP_ERR):
-            found = tool_entries(indexed, tool)
-            seen.setdefault(tool, set()).update(
-                (e.get("tool"), e.get("provider"), e.get("action"), e.get("ref")) for e in found
-            )
+        for e in expected(runs, f"{agent}/mcp"):
+            if e.provider is None:
+                continue
+            found = tool_entries(indexed, e.tool)
             assert found, (
-                f"{agent}/mcp: no entry named {tool} (Codex writes namespace "
+                f"{agent}/mcp: no entry named {e.tool} (Codex writes namespace "
                 f"mcp__{MCP_SERVER} + name; sessiondex must join them); tools seen: "
                 f"{tools_seen(indexed)}"
             )
-    for tool, identities in seen.items():
-        assert len(identities) == 1, f"{tool} is indexed differently per agent: {identities}"
+            if agent != "omp":
+                assert e.tool in (MCP_OK, MCP_ERR), f"{agent}/mcp: {e.tool}"
+            seen.setdefault(str(e.action), set()).update(
+                (x.get("provider"), x.get("action"), x.get("ref")) for x in found
+            )
+    for action, identities in seen.items():
+        assert len(identities) == 1, f"{action} is indexed differently per agent: {identities}"
 
 
 @pytest.mark.parametrize("agent", AGENTS)

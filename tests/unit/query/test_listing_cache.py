@@ -6,10 +6,12 @@ import os
 from pathlib import Path
 
 from query import scope
+from store.sources import SessionFiles
 
 
 def files(folder: Path) -> set[str]:
-    return {Path(p).name for p in scope._session_files(str(folder), recursive=True)}
+    names = SessionFiles(("*.jsonl",))
+    return {Path(p).name for p in scope._session_files(str(folder), names, recursive=True)}
 
 
 def test_a_new_file_is_seen_although_the_listing_was_cached(tmp_path: Path) -> None:

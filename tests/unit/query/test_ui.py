@@ -412,3 +412,14 @@ def test_the_page_offers_every_tool_family_recall_takes() -> None:
     assert tuple(re.findall(r'"([a-z]+)"', found.group(1))) == TOOL_FAMILIES
     recall_args = script.split("function recallArgs", 1)[1].split("return args", 1)[0]
     assert '"kind"' in recall_args  # the chip's value reaches recall
+
+
+def test_the_page_offers_every_registered_agent(ui: Ui) -> None:
+    from store.agents import agent_names
+
+    status, _, body = ui.request("GET", "/")
+    assert status == 200
+    assert f'<body data-agents="{" ".join(agent_names())}">'.encode() in body
+    script = (Path(__file__).resolve().parents[3] / "query/ui/static/app.js").read_text()
+    assert '["agent", "agent", ["", ...AGENTS]]' in script
+    assert "document.body.dataset.agents" in script

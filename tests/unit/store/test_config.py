@@ -4,6 +4,8 @@ from pathlib import Path
 
 import pytest
 
+from stages.agents import default_roots
+from store.agents import agent_names
 from store.config import MEMORY_KEYS, Config, ConfigError, load_config
 
 
@@ -17,17 +19,33 @@ def test_missing_default_file_means_all_defaults(tmp_path, monkeypatch):
     monkeypatch.delenv("SESSIONDEX_CONFIG", raising=False)
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "nothing"))
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
-    config = load_config()
+    config = load_config(defaults=default_roots())
     assert config.memory.hot_sessions == 50
     assert config.memory.max_entry_chars == 2000
     assert config.memory.index_thinking is False
     assert config.memory.index_tool_output is True
     assert config.index_dir == tmp_path / "state" / "sessiondex"
-    assert set(config.roots) == {"pi", "claude", "codex"}
+    # every registered agent, at its adapter's default root (as the pipeline loads it)
+    assert list(config.roots) == list(agent_names())
+    assert dict(config.roots) == {
+        agent: Path(root).expanduser().resolve() for agent, root in default_roots().items()
+    }
+
+
+def test_without_defaults_only_the_roots_the_file_names(tmp_path, monkeypatch):
+    # The query side reads the roots an index was built from in its manifest: from the file
+    # it keeps only the roots named there.
+    monkeypatch.delenv("SESSIONDEX_CONFIG", raising=False)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "nothing"))
+    assert dict(load_config().roots) == {}
+    named = load_config(write(tmp_path, '[sources]\nclaude = "c"\n'))
+    assert dict(named.roots) == {"claude": tmp_path / "c"}
+    both = load_config(write(tmp_path, '[sources]\nclaude = "c"\n'), defaults={"pi": "p"})
+    assert dict(both.roots) == {"pi": tmp_path / "p", "claude": tmp_path / "c"}
 
 
 def test_every_seed_key_is_accepted_and_round_trips(tmp_path):
-    config = Config.from_mapping({}, base=tmp_path)
+    config = Config.from_mapping({}, base=tmp_path, defaults=default_roots())
     text = config.to_toml()
     for key in MEMORY_KEYS:
         assert f"{key} = " in text
