@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
 from query.errors import InvalidArgument
-from store.names import AGENTS, BRANCH_MODES, TOOL_FAMILIES
+from store.names import AGENTS, BRANCH_MODES, SIDECHAIN, TOOL_FAMILIES
 
 if TYPE_CHECKING:
     from store.records import NormalizedEntry
@@ -312,9 +312,10 @@ class Filters:
             for v in (self.tool, self.ref, self.provider, self.action, self.outcome, self.kind)
         )
 
-    def exact(self) -> tuple[tuple[int, str], ...]:
-        """(address field position, value) of every exact field filter."""
-        out: list[tuple[int, str]] = []
+    def exact(self) -> tuple[tuple[int, str | None], ...]:
+        """(address field position, value) of every exact field filter; the sidechain filter
+        is the address's sidechain mark, set (true) or unset (false)."""
+        out: list[tuple[int, str | None]] = []
         for pos, value in (
             (3, self.role),
             (4, self.tool),
@@ -326,6 +327,8 @@ class Filters:
         ):
             if value is not None:
                 out.append((pos, value))
+        if self.sidechain is not None:
+            out.append((12, SIDECHAIN if self.sidechain else None))
         return tuple(out)
 
     def matches(self, e: NormalizedEntry) -> bool:

@@ -33,6 +33,7 @@ from query.vocabulary import TermIndex, blob_index
 from store.deltas import EntriesFold, ShardFold
 from store.errors import CorruptRecord, SchemaVersionError
 from store.lexicon import LexiconSegment
+from store.names import path_key
 from store.reader import Snapshot
 from store.records import (
     Address,
@@ -60,7 +61,9 @@ NO_TIMESTAMP: Final = -(2**63)
 _ENTRIES_CACHE: Final = 8
 TERM_INDEX_AMORTIZE: Final = 64
 # Address tuple positions of the exact filter fields, in column order.
-FILTER_FIELDS: Final = (3, 4, 6, 7, 8, 9, 11)  # 11: family (absent in older digests)
+# 11: family, 12: sidechain mark (absent in older digests, read as None)
+FILTER_FIELDS: Final = (3, 4, 6, 7, 8, 9, 11, 12)
+_ADDRESS_FIELDS: Final = FILTER_FIELDS[-1] + 1
 
 
 _R = TypeVar("_R", HotShard, ColdDigest, SessionEntries)
@@ -68,11 +71,6 @@ _R = TypeVar("_R", HotShard, ColdDigest, SessionEntries)
 
 class RecordUnavailable(Exception):
     """A record of this generation cannot be read (collected, or damaged)."""
-
-
-def path_key(path: str) -> bytes:
-    """Sort key comparing paths by UTF-16 code units, as the seed's ``compareLexical``."""
-    return path.encode("utf-16-be", "surrogatepass")
 
 
 def order_key(state: SessionState) -> tuple[int, bytes]:
@@ -214,6 +212,7 @@ class ColdSession:
         "_stamps",
         "_stats",
         "_vocabulary",
+        "entry_count",
         "last_ts",
         "name",
         "order",
@@ -231,7 +230,9 @@ class ColdSession:
     ) -> None:
         self.state = state
         self.name = state.index_record  # the digest record (what a lexicon names)
-        self.last_ts = state.view(branches).last_ts
+        view = state.view(branches)
+        self.last_ts = view.last_ts
+        self.entry_count = view.entry_count
         self.order = order_key(state)
         self._branches = branches
         self._ids = ids
@@ -301,8 +302,8 @@ class ColdSession:
         counts: dict[tuple[int, int], int] = {}
         stamps = array("q")
         for address in addresses:
-            if len(address) <= FILTER_FIELDS[-1]:
-                address = (*address, None)  # type: ignore[assignment]  # before the family
+            if len(address) < _ADDRESS_FIELDS:  # before the family or the sidechain mark
+                address = (*address, *[None] * (_ADDRESS_FIELDS - len(address)))  # type: ignore[assignment]
             for col, pos in zip(columns, FILTER_FIELDS, strict=True):
                 value = ids.id(address[pos])  # type: ignore[arg-type]
                 col.append(value)
@@ -315,18 +316,19 @@ class ColdSession:
         self._count = len(addresses)
 
     def structural_matches(
-        self, exact: Sequence[tuple[int, str]], since: int | None, until: int | None
+        self, exact: Sequence[tuple[int, str | None]], since: int | None, until: int | None
     ) -> int:
-        """How many addresses satisfy every exact (field, value) pair and the time bounds."""
+        """How many addresses satisfy every exact (field, value) pair and the time bounds (a
+        None value: the field is unset)."""
         self._ensure_columns()
         wanted: list[tuple[int, int]] = []
         for pos, value in exact:
-            key = (pos, self._ids.lookup(value))
-            if key not in self._counts:
+            key = (pos, 0 if value is None else self._ids.lookup(value))
+            if key[1] and key not in self._counts:
                 return 0
             wanted.append(key)
         if since is None and until is None:
-            if len(wanted) == 1:
+            if len(wanted) == 1 and wanted[0][1]:
                 return self._counts[wanted[0]]
             if not wanted:
                 return self._count
@@ -348,6 +350,13 @@ class ColdSession:
             else:
                 n += 1
         return n
+
+    def covers_every_entry(self, matches: int) -> bool:
+        """Are *matches* addresses (a ``structural_matches`` count) every entry of the view?
+        Then the filters hold for every entry, and a term the vocabulary holds is held by an
+        entry that satisfies them: a lexical and structural claim needs no hydration."""
+        self._ensure_columns()
+        return matches == self._count == self.state.view(self._branches).entry_count
 
     def _combination(self, fields: tuple[int, ...]) -> Counter[tuple[int, ...]]:
         """Counts per value tuple of *fields*, counted once (at C speed) the first time

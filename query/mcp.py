@@ -372,6 +372,8 @@ SESSIONS_OUTPUT: Final = _output(
                     "entryCount": {"type": "integer"},
                     "firstPrompt": {"type": "string"},
                     "counts": {"type": "object"},
+                    "sidechain": {"type": "boolean"},
+                    "parentSession": {"type": "string"},
                     "archived": {"type": "boolean"},
                 },
                 "required": ["id", "file", "entryCount"],

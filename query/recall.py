@@ -318,11 +318,12 @@ def _incomplete(
 
 
 def hydrate(gen: Generation, state: SessionState, branches: str, plan: Plan) -> ShardData:
-    """One session's complete entries, ready for search (postings only when literal needs them)."""
+    """One session's complete entries, ready for search (postings only when a literal or
+    phrase query scores with them)."""
     entries = gen.entries(state, branches)
     counts: list[int]
     postings: dict[str, bytes]
-    if plan.kind != "literal":
+    if plan.kind not in ("literal", "phrase") or not plan.terms:
         counts, postings = [0] * len(entries), {}
     else:
         shard = None

@@ -235,6 +235,8 @@ def _sessions(result: dict[str, Any]) -> str:
                 f"  ({_n(counts['prompts'], 'prompt')}, "
                 f"{_n(counts['toolResults'], 'tool result')}, {counts['failed']} failed)"
             )
+        if s.get("sidechain"):
+            out.append(f"    subagent of {s.get('parentSession') or 'an unknown session'}")
         if s.get("firstPrompt"):
             out.append(f"    > {s['firstPrompt']}")
         out.append(f"    {s['file']}" + ("  (archived: file deleted)" if s.get("archived") else ""))

@@ -353,6 +353,9 @@ class SessionRow:
     tier: str
     branches: str
     lineage_fingerprint: str | None
+    # a subagent's own file, and the id of the session that spawned it when known
+    sidechain: bool = False
+    parent_session: str | None = None
     raw: Mapping[str, Any] = _raw()
     archived: bool = False  # the file is gone: the session is read from the archive
 
@@ -368,6 +371,8 @@ class SessionRow:
             tier=d.get("tier", ""),
             branches=d.get("branches", "active"),
             lineage_fingerprint=d.get("lineageFingerprint"),
+            sidechain=bool(d.get("sidechain", False)),
+            parent_session=d.get("parentSession"),
             raw=d,
             archived=bool(d.get("archived")),
         )

@@ -13,7 +13,9 @@ are followed first) to a file under a configured source root; anything else — 
 the roots, or a link inside a root pointing out of it — is refused before the file is touched.
 An id names the header's session id (bare, or namespaced as ``pi:<id>``), else the file stem;
 more than one candidate is ``ambiguous_session`` with the candidate paths, except that a
-Claude sidechain never competes with its parent transcript.
+Claude sidechain never competes with its parent transcript. A Claude subagent's id holds a
+slash (``claude:<parent uuid>/agent-<id>``, as hits name it): a target that is an indexed id
+is that session before it is read as a path.
 """
 
 from __future__ import annotations
@@ -72,6 +74,12 @@ def _looks_like_path(gen: Generation, target: str) -> bool:
     )
 
 
+def _indexed_id(gen: Generation, target: str) -> bool:
+    """Is *target* (bare or ``agent:``-namespaced) the id of an indexed session?"""
+    prefix, colon, rest = target.partition(":")
+    return target in gen.by_id or (bool(colon) and prefix in AGENTS and rest in gen.by_id)
+
+
 def _real_roots(gen: Generation, roots: Iterable[Path]) -> list[str]:
     out: list[str] = []
     named: set[str] = set()
@@ -106,7 +114,7 @@ def resolve_target(
     gen: Generation, target: str, *, cwd: str, agent: str | None, roots: Iterable[Path]
 ) -> Target:
     """Resolve ``session:<target>`` / an expand ``session`` argument (see the module doc)."""
-    if not _looks_like_path(gen, target):
+    if not _looks_like_path(gen, target) or _indexed_id(gen, target):
         prefix, colon, rest = target.partition(":")
         if colon and prefix in AGENTS and rest:
             found = _pick(gen.by_id.get(rest, []), prefix if agent is None else agent)

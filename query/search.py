@@ -25,7 +25,7 @@ import math
 from array import array
 from collections.abc import Container, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Final, overload
+from typing import Any, Final, overload
 
 from query.args import Filters
 from query.generation import ColdSession, HotIndex, RecordUnavailable, ShardData
@@ -36,7 +36,7 @@ from query.regex import RegexLimits, RegexRunner
 from query.vocabulary import TermIndex, blob_contains, blob_terms
 from store.lexicon import LexiconSegment
 from store.postings import decode_pairs
-from store.rankstats import BUCKET_BITS, split
+from store.rankstats import BUCKET_BITS, SEGMENTS, segments, split
 from store.reasons import (
     CANDIDATE_DIGEST_BUDGET,
     CANDIDATE_ENTRY_BUDGET,
@@ -73,7 +73,7 @@ PIVOT: Final = 40
 # tf, length and provenance order entries that match the same terms, IDF orders the rest.
 FLOOR: Final = 0.5
 # A cold session's term quality from its digest byte: only in plumbing, or in prose, plus up
-# to COLD_SPAN more as its prose says it from once to 64 times or more (bucket 1 .. 7).
+# to COLD_SPAN more by BM25's saturated tf of how often its prose says it, for its length.
 COLD_PROSE: Final = 0.6
 COLD_PLUMBING: Final = 0.2
 COLD_SPAN: Final = 0.4
@@ -184,6 +184,9 @@ class SearchResult:
     error: dict[str, str] | None = None
     # cold sessions whose digest record could not be read when the search needed it
     unavailable: set[str] = field(default_factory=set)
+    # a cold lexical candidate of which the structural filters hold for some entries only:
+    # which of its entries holds the terms, only hydration can tell
+    partly_filtered: bool = False
 
 
 # ----------------------------------------------------------------------------------- scopes
@@ -312,15 +315,30 @@ class _Idf:
     Without cold sessions this is the seed's BM25 IDF over the hot candidates.
     """
 
-    __slots__ = ("_values", "cold_entries", "cold_holders", "hot_df", "hot_holders", "hot_n")
+    __slots__ = (
+        "_values",
+        "cold_entries",
+        "cold_holders",
+        "cold_sessions",
+        "hot_df",
+        "hot_holders",
+        "hot_n",
+    )
 
     def __init__(self, hot_n: int, hot_df: list[int], hot_holders: list[int]) -> None:
         self.hot_n = hot_n
         self.hot_df = hot_df
         self.hot_holders = hot_holders
         self.cold_entries = 0
+        self.cold_sessions = 0
         self.cold_holders = [0] * len(hot_df)
         self._values: list[float] | None = None
+
+    def norm(self, entries: int) -> float:
+        """BM25's length norm of a cold session of *entries* entries, against the average
+        cold session in scope (a session's length is its entry count, from the manifest)."""
+        average = self.cold_entries / self.cold_sessions if self.cold_sessions else 1.0
+        return 1 - B + B * entries / max(average, 1.0)
 
     @classmethod
     def cold_only(cls, n_terms: int) -> _Idf:
@@ -373,9 +391,12 @@ def _hot_literal(
 ) -> list[Item]:
     """Score = Σ over matched terms of idf × (FLOOR + (1 − FLOOR) × quality), times the share
     of the query's IDF the entry matches (coordination weighted by IDF: a rare term and more
-    distinct terms count most; a stop word matched adds little)."""
+    distinct terms count most; a stop word matched adds little). An entry longer than one
+    passage is scored by its best passage: only the terms one passage of it holds count
+    (``_best_passage``)."""
     shards = scope.index.shards
-    acc: dict[tuple[int, int], list[float]] = {}  # -> [score, matched idf, matched terms]
+    # -> [score, matched idf, matched terms, (idf, part, segment bits) of a long entry's terms]
+    acc: dict[tuple[int, int], list[Any]] = {}
     weights: dict[tuple[int, int], tuple[float, float]] = {}
     query_idf = sum(idf_values) or 1.0
     for term_found, idf in zip(found, idf_values, strict=True):
@@ -385,33 +406,89 @@ def _hot_literal(
             if w is None:
                 w = weights[key] = _field_weights(shards[no].entries[pos], filters)
             part = idf * (FLOOR + (1 - FLOOR) * _quality(tf, shards[no].token_counts[pos], w))
+            bits = segments(tf)
             slot = acc.get(key)
             if slot is None:
-                acc[key] = [part, idf, 1.0]
+                acc[key] = [part, idf, 1, [(idf, part, bits)] if bits else None]
             else:
                 slot[0] += part
                 slot[1] += idf
                 slot[2] += 1
+                if bits:
+                    slot[3].append((idf, part, bits))
     need = len(plan.terms) if plan.match == "all" else 1
     out: list[Item] = []
-    for (no, pos), (score, matched_idf, matched) in acc.items():
+    for (no, pos), (score, matched_idf, matched, held) in acc.items():
         if matched < need or score <= 0:
             continue
+        if held is not None and matched > 1:
+            score, matched_idf = _best_passage(held)
         out.append(EntryItem(shards[no], pos, score * matched_idf / query_idf))
     return out
 
 
-def _hot_phrase(scope: HotScope, cand: _Candidates, plan: Plan, filters: Filters) -> list[Item]:
-    weigh = not filters.operational
+def _best_passage(held: Sequence[tuple[float, float, int]]) -> tuple[float, float]:
+    """(Σ part, Σ idf) of the terms of the passage of a long entry holding the most query IDF
+    (then the highest score): a passage is two neighbouring segments (``store.rankstats``)."""
+    union = 0
+    for _, _, bits in held:
+        union |= bits
+    best = (0.0, 0.0)
+    for start in range(SEGMENTS):
+        window = 3 << start
+        if not union & window:
+            continue
+        idf = part = 0.0
+        for term_idf, term_part, bits in held:
+            if bits & window:
+                idf += term_idf
+                part += term_part
+        if (idf, part) > (best[1], best[0]):
+            best = (part, idf)
+    return best
+
+
+def _hot_phrase(
+    scope: HotScope,
+    cand: _Candidates,
+    found: Found,
+    idf_values: Sequence[float],
+    plan: Plan,
+    filters: Filters,
+) -> list[Item]:
+    """Entries whose NFKC-lowercased text holds the phrase, on the literal scale: Σ over the
+    phrase's terms of idf × (FLOOR + (1 − FLOOR) × quality), the quality 0 for a term the
+    entry holds only inside a longer token. The phrase is all there, so there is no
+    coordination share and no passage to pick. Without terms (punctuation only) the score is
+    the provenance weight (the seed's)."""
     phrase = plan.phrase
-    out: list[Item] = []
+    hits: list[tuple[int, int]] = []
     for no in cand.order:
-        shard = scope.index.shards[no]
-        texts = shard.normalized_texts()
-        entries = shard.entries
-        for pos in cand.by_shard[no].positions:
-            if phrase in texts[pos]:
-                out.append(EntryItem(shard, pos, _prose_weight(entries[pos]) if weigh else 1.0))
+        texts = scope.index.shards[no].normalized_texts()
+        hits.extend((no, pos) for pos in cand.by_shard[no].positions if phrase in texts[pos])
+    shards = scope.index.shards
+    if not plan.terms:
+        weigh = not filters.operational
+        return [
+            EntryItem(shards[no], pos, _prose_weight(shards[no].entries[pos]) if weigh else 1.0)
+            for no, pos in hits
+        ]
+    quality: list[dict[tuple[int, int], float]] = []
+    wanted = set(hits)
+    for term_found in found:
+        q: dict[tuple[int, int], float] = {}
+        quality.append(q)
+        for no, pos, tf in term_found:
+            key = (no, pos)
+            if key in wanted:
+                w = _field_weights(shards[no].entries[pos], filters)
+                q[key] = _quality(tf, shards[no].token_counts[pos], w)
+    out: list[Item] = []
+    for key in hits:
+        score = 0.0
+        for q, idf in zip(quality, idf_values, strict=True):
+            score += idf * (FLOOR + (1 - FLOOR) * q.get(key, 0.0))
+        out.append(EntryItem(shards[key[0]], key[1], score))
     return out
 
 
@@ -466,7 +543,7 @@ def _eligible(
 
 
 def _matching_addresses(
-    c: ColdSession, exact: Sequence[tuple[int, str]], filters: Filters, result: SearchResult
+    c: ColdSession, exact: Sequence[tuple[int, str | None]], filters: Filters, result: SearchResult
 ) -> int:
     """How many of *c*'s addresses match the filters; 0 (and *c* noted as unavailable) when
     its record cannot be read."""
@@ -535,6 +612,8 @@ def _cold_terms(
     candidates = [m for m in masks if not match_all or m[1] == full]
     matching = len(candidates)
     del candidates[limit:]
+    if filters.any:
+        result.partly_filtered |= not all(c.covers_every_entry(n) for c, _, n in candidates)
     groups: dict[int, list[tuple[int, ColdSession, int]]] = {}
     for p, (c, m, structural) in enumerate(candidates):
         groups.setdefault(m, []).append((p, c, structural))
@@ -563,19 +642,17 @@ def _stats_budget(budgets: Budgets, keep: int | None) -> int:
     return min(budgets.cold_stats, budgets.cold_stats_per_kept * max(keep, 1))
 
 
-def _phrase_idf(cold: ColdScope, n_terms: int) -> _Idf:
-    out = _Idf.cold_only(n_terms)
-    out.cold_entries = _cold_entries(cold)
-    return out
-
-
-def _cold_quality(stat: int) -> float:
+def _cold_quality(stat: int, norm: float) -> float:
     """A cold session's quality for one term from its digest byte (``store.rankstats``): only
-    in tool output, or said in prose once, a few times, ... 64 times or more."""
+    in tool output (COLD_PLUMBING), or said in prose: COLD_PROSE plus COLD_SPAN times BM25's
+    saturated tf, the tf the least of its bucket (1, 2, 4, ... times) over the session's
+    length *norm* (``_Idf.norm``). A session that says the term twice in 20 entries is more
+    about it than one that says it twice in 2,000."""
     bucket = stat & BUCKET_BITS
     if not bucket:
         return COLD_PLUMBING
-    return COLD_PROSE + COLD_SPAN * min(1.0, (bucket - 1) / 6)
+    tf = (1 << (bucket - 1)) / norm
+    return COLD_PROSE + COLD_SPAN * tf / (tf + K1)
 
 
 def _rank_cold(
@@ -627,8 +704,9 @@ def _rank_cold(
             except RecordUnavailable:
                 result.unavailable.add(c.state.path)
                 stats = [0] * len(terms)
+            norm = idf_model.norm(c.entry_count)
             score = share * sum(
-                idf[i] * (FLOOR + (1 - FLOOR) * _cold_quality(stat))
+                idf[i] * (FLOOR + (1 - FLOOR) * _cold_quality(stat, norm))
                 for i, stat in zip(held, stats, strict=True)
             )
             out.append(SessionItem(c, score, len(held), structural))
@@ -729,6 +807,10 @@ def _score_regions(
         m: [(p, views[p], structural.get(p, 0)) for p in sorted(region)]
         for m, region in regions.items()
     }
+    if structural:
+        result.partly_filtered |= not all(
+            c.covers_every_entry(n) for group in groups.values() for _, c, n in group
+        )
     ranked = _rank_cold(groups, idf_model, encoded, keep, stats_budget, result)
     return ranked, total, matching <= limit
 
@@ -1212,24 +1294,26 @@ def search(
             cand = _select(hot, filters, budgets.entries)
             if cand.exceeded:
                 result.reasons.add(CANDIDATE_ENTRY_BUDGET)
-            if plan.kind == "literal":
+            if plan.kind in ("literal", "phrase"):
                 hot_found = _hot_found(hot, cand, plan)
                 idf_model = _hot_idf(cand, hot_found)
-            elif plan.kind == "phrase":
-                items.extend(_hot_phrase(hot, cand, plan, filters))
             else:
                 items.extend(_hot_browse(hot, cand, filters))
         if cold is not None:
-            if plan.kind == "literal":
+            if plan.kind in ("literal", "phrase"):
                 if idf_model is None:
                     idf_model = _Idf.cold_only(len(plan.terms))
                 idf_model.cold_entries = _cold_entries(cold)
+                idf_model.cold_sessions = len(cold.sessions)
             found, matched = _cold(cold, eligible, plan, filters, budgets, keep, result, idf_model)
             # the cold items that cannot rank among the first *keep* are counted, not made
             items.extend(found)
             pruned = matched - len(found)
         if hot is not None and hot_found is not None and idf_model is not None:
-            items.extend(_hot_literal(hot, hot_found, idf_model.values(), plan, filters))
+            if plan.kind == "phrase":
+                items.extend(_hot_phrase(hot, cand, hot_found, idf_model.values(), plan, filters))
+            else:
+                items.extend(_hot_literal(hot, hot_found, idf_model.values(), plan, filters))
     total = len(items) + pruned
     if total > budgets.items:
         result.reasons.add(CANDIDATE_ITEM_BUDGET)
@@ -1292,7 +1376,7 @@ def _cold(
         budgets.digests,
         keep,
         _stats_budget(budgets, keep),
-        idf_model or _phrase_idf(cold, len(plan.terms)),
+        idf_model or _Idf.cold_only(len(plan.terms)),
         result,
     )
     if not complete:
@@ -1302,6 +1386,6 @@ def _cold(
             result.reasons.add(COLD_PHRASE_REQUIRES_HYDRATION)
         elif plan.match == "all" and len(plan.terms) > 1:
             result.reasons.add(COLD_ALL_TERMS_REQUIRES_HYDRATION)
-        if filters.any:
+        if filters.any and result.partly_filtered:
             result.reasons.add(COLD_STRUCTURAL_FILTER_REQUIRES_HYDRATION)
     return found, count

@@ -98,6 +98,11 @@ def sessions(
                 "lineageFingerprint": view.lineage_fingerprint,
             }
         )
+        if state.sidechain:
+            # a subagent's own file: it belongs under the session that spawned it
+            rows[-1]["sidechain"] = True
+            if state.parent_session:
+                rows[-1]["parentSession"] = f"{state.agent}:{state.parent_session}"
         if state.archived:
             rows[-1]["archived"] = True
             if freshness.archive is not None:

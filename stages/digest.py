@@ -21,6 +21,7 @@ from stages.normalized import NormalizeResult
 from stages.policy import Policy
 from stages.source import SourceSession
 from store.codec import encode
+from store.names import SIDECHAIN
 from store.postings import index_entries
 from store.rankstats import session_term_stats, term_stats_bytes
 from store.reasons import (
@@ -197,6 +198,7 @@ def address_of(e: NormalizedEntry) -> Address:
         e.outcome,
         e.is_error,
         e.family,
+        SIDECHAIN if e.sidechain else None,
     )
 
 

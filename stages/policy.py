@@ -14,9 +14,11 @@ __all__ = ["DERIVATION", "RANK_STATS_VERSION", "Policy"]
 # other identities) so records built before are derived again rather than reused.
 # 3: repaired lines, bridged parents and subagent marks; MCP identities, tool families,
 # drift counts and context edits.
-DERIVATION = 3
+# 4: cold addresses mark a subagent's entries (the sidechain filter answers from a digest).
+DERIVATION = 4
 # What the records' ranking statistics mean (store.rankstats); a new one re-derives every index.
-RANK_STATS_VERSION = 2
+# 3: a long entry's postings hold the segments of it each term occurs in (passages).
+RANK_STATS_VERSION = 3
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,13 +9,22 @@ An entry's text has up to two fields, told apart by typed fields only:
   rest of the message stays prose. (This reads the normalizers' own rendering of typed
   ``toolCall``/``tool_use`` blocks, not prose.)
 
-**Hot postings** keep ``(entry position, tf)`` pairs and ``token_counts`` the entry's two field
-lengths, packed: prose in the low 16 bits, plumbing in the high 16 bits. ``tf`` is packed the
-same way only when both fields hold tokens; otherwise it is the one field's count (``split``).
-Long fields are counted by their best passage: the count of a term is its highest count in any
-window of ``PASSAGE`` tokens (windows start every ``PASSAGE // 2`` tokens) and the length is
-capped at ``PASSAGE``. So a 50,000-token tool output holding a rare term once scores like a
-passage holding it once, not like a 50,000-token document.
+**Hot postings** keep ``(entry position, value)`` pairs and ``token_counts`` the entry's two
+field lengths, packed: prose in the low 16 bits, plumbing in the high 16 bits. A posting's
+value holds the term's count in its low 16 bits (``TF_MASK``): prose and plumbing tf, 8 bits
+each, when both fields hold tokens, otherwise the one field's count (``split``). Long fields
+are counted by their best passage: the count of a term is its highest count in any window of
+``PASSAGE`` tokens (windows start every ``PASSAGE // 2`` tokens) and the length is capped at
+``PASSAGE``. So a 50,000-token tool output holding a rare term once scores like a passage
+holding it once, not like a 50,000-token document (and a count never passes ``PASSAGE``).
+
+Where the two do differ is in holding *several* query terms: a passage that holds them
+together answers the query, a long output that holds one here and one 5,000 tokens later does
+not. So an entry longer than one passage also keeps, per term, which of its ``SEGMENTS``
+equal runs of tokens (prose, then plumbing; each at least half a passage) hold the term: the
+value's high 16 bits (``segments``; 0 for an entry of one passage). ``query.search`` credits
+a long entry with the query terms one passage of it holds (two neighbouring runs), not every
+term it holds somewhere.
 
 **Cold digests** keep one byte per vocabulary term (``term_stats``, in vocabulary order): how
 many times the session's prose holds it, as ``min(tf, 255).bit_length()`` (a bounded tf bucket:
@@ -29,6 +38,7 @@ import unicodedata
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from itertools import filterfalse
+from operator import or_
 from typing import Final
 
 from store.records import NormalizedEntry
@@ -38,9 +48,12 @@ __all__ = [
     "BUCKET_BITS",
     "FIELD_BITS",
     "PASSAGE",
+    "SEGMENTS",
+    "TF_MASK",
     "entry_stats",
     "fields_of",
     "pack",
+    "segments",
     "session_term_stats",
     "split",
     "term_stats_bytes",
@@ -48,8 +61,15 @@ __all__ = [
 ]
 
 PASSAGE: Final = 128
+SEGMENTS: Final = 16
 FIELD_BITS: Final = 16
 _FIELD_MAX: Final = (1 << FIELD_BITS) - 1
+# A posting's value: the term's count (prose and plumbing tf, 8 bits each, when the entry has
+# both fields; one tf when it has one), then its segment bits. A count is at most PASSAGE.
+TF_BITS: Final = 8
+_TF_MAX: Final = (1 << TF_BITS) - 1
+TF_MASK: Final = 0xFFFF
+SEGMENT_SHIFT: Final = 16
 BUCKET_BITS: Final = 0x0F
 _CALL_PREFIX: Final = "Tool: "
 _PLUMBING_ROLES: Final = frozenset({"toolResult", "fabricOperation"})
@@ -66,9 +86,15 @@ def unpack(value: int) -> tuple[int, int]:
 def split(tf: int, length: int) -> tuple[tuple[int, int], tuple[int, int]]:
     """((prose tf, plumbing tf), (prose length, plumbing length)) of one posting."""
     lengths = unpack(length)
+    tf &= TF_MASK
     if lengths[0] and lengths[1]:
-        return unpack(tf), lengths
+        return (tf & _TF_MAX, tf >> TF_BITS), lengths
     return ((tf, 0) if lengths[0] else (0, tf)), lengths
+
+
+def segments(tf: int) -> int:
+    """The segment bits of one posting (0: the entry is one passage; see ``_segments``)."""
+    return tf >> SEGMENT_SHIFT
 
 
 def fields_of(e: NormalizedEntry) -> tuple[str, str]:
@@ -88,45 +114,77 @@ def fields_of(e: NormalizedEntry) -> tuple[str, str]:
     return "\n".join(prose), "\n".join(calls)
 
 
-def _best_passage(tokens: Sequence[str]) -> tuple[Counter[str], int]:
-    """Each term's highest count in a window of PASSAGE tokens, and the capped length."""
+def _passages(tokens: Sequence[str]) -> tuple[Counter[str], int, dict[str, int]]:
+    """Each term's highest count in a window of PASSAGE tokens, the capped length, and (for
+    more than one passage's tokens) the segment bits of each term (``_segments``).
+
+    Windows start every ``PASSAGE // 2`` tokens, so a window is two neighbouring blocks of
+    that many tokens: each block is counted once, and a term's best window is its best sum
+    of a block and the next (a window whose first block lacks the term counts no more than
+    the next one, which starts with it)."""
     n = len(tokens)
     whole = Counter(tokens)
     if n <= PASSAGE:
-        return whole, n
+        return whole, n, {}
+    step = PASSAGE // 2
+    blocks = [Counter(tokens[i : i + step]) for i in range(0, n, step)]
     # Only a term seen more than once can count more than 1 in its best window.
     repeated = {t for t, tf in whole.items() if tf > 1}
-    if not repeated:
-        return whole, PASSAGE
-    best = dict.fromkeys(repeated, 1)
-    step = PASSAGE // 2
-    for start in range(0, n - step, step):
-        window = Counter(tokens[start : start + PASSAGE])
-        for term in repeated.intersection(window):
-            tf = window[term]
-            if tf > best[term]:
-                best[term] = tf
-    whole.update({t: tf - whole[t] for t, tf in best.items()})
-    return whole, PASSAGE
+    if repeated:
+        best = dict.fromkeys(repeated, 1)
+        empty: Counter[str] = Counter()
+        for block, following in zip(blocks, [*blocks[1:], empty], strict=True):
+            for term in repeated.intersection(block):
+                tf = block[term] + following[term]
+                if tf > best[term]:
+                    best[term] = tf
+        whole.update({t: tf - whole[t] for t, tf in best.items()})
+    return whole, PASSAGE, _segments(blocks)
+
+
+def _segments(blocks: Sequence[Counter[str]]) -> dict[str, int]:
+    """Which of an entry's SEGMENTS equal runs of blocks hold each term, as the bits of a
+    posting's value from SEGMENT_SHIFT on (the first run the lowest). A run is at least one
+    block, half a passage, so a long entry's terms in one run or two neighbouring runs share
+    a passage."""
+    per = -(-len(blocks) // SEGMENTS)
+    out: dict[str, int] = {}
+    seen = out.keys()
+    for bit, start in enumerate(range(0, len(blocks), per), SEGMENT_SHIFT):
+        flag = 1 << bit
+        held = set().union(*blocks[start : start + per])
+        again = held & seen
+        out.update(dict.fromkeys(held - again, flag))  # first seen here: no Python loop
+        for term in again:
+            out[term] |= flag
+    return out
 
 
 def entry_stats(e: NormalizedEntry) -> tuple[dict[str, int], int]:
-    """Per-term counts and packed field lengths of *e* (see the module docstring)."""
+    """Per-term posting values and packed field lengths of *e* (see the module docstring)."""
     prose, plumbing = fields_of(e)
-    if not plumbing:
-        return _best_passage(tokenize(prose))
-    if not prose:
-        # One field: its counts stay unpacked (the length says which field they belong to).
-        counts, length = _best_passage(tokenize(plumbing))
-        return counts, length << FIELD_BITS
-    p_counts, p_len = _best_passage(tokenize(prose))
-    c_counts, c_len = _best_passage(tokenize(plumbing))
-    if not p_len or not c_len:  # one field holds no token after all: unpacked counts
-        return (p_counts, p_len) if p_len else (c_counts, c_len << FIELD_BITS)
-    out = dict(p_counts)
-    for term, tf in c_counts.items():
-        out[term] = out.get(term, 0) | tf << FIELD_BITS
-    return out, p_len | c_len << FIELD_BITS
+    p_tokens = tokenize(prose) if prose else []
+    c_tokens = tokenize(plumbing) if plumbing else []
+    counts: dict[str, int]
+    if p_tokens and c_tokens:
+        p_counts, p_len, _ = _passages(p_tokens)
+        c_counts, c_len, _ = _passages(c_tokens)
+        counts = dict(p_counts)
+        for term, tf in c_counts.items():
+            counts[term] = counts.get(term, 0) | tf << TF_BITS
+        # the segments of the entry's text: prose, then plumbing
+        tokens = p_tokens + c_tokens
+        step = PASSAGE // 2
+        blocks = [Counter(tokens[i : i + step]) for i in range(0, len(tokens), step)]
+        bits = _segments(blocks) if len(tokens) > PASSAGE else {}
+    else:  # one field: its counts stay unpacked (the length says which field they belong to)
+        counts, n, bits = _passages(p_tokens or c_tokens)
+        p_len, c_len = (n, 0) if p_tokens else (0, n)
+    if bits:
+        # C-level: each count OR its segment bits, in the counts' own key order
+        values = map(or_, counts.values(), map(bits.__getitem__, counts))
+        counts = dict(zip(counts, values, strict=True))
+    return counts, pack(p_len, c_len)
 
 
 # Word bytes of UTF-8 text as store.tokens reads them: ASCII letters lowercased, ASCII digits

@@ -24,13 +24,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from store.names import AGENTS, BRANCH_MODES, TOOL_FAMILIES
+from store.names import AGENTS, BRANCH_MODES, SIDECHAIN, TOOL_FAMILIES
 from store.sources import SourceSpec
 
 __all__ = [
     "AGENTS",
     "BRANCH_MODES",
     "SCHEMA_VERSION",
+    "SIDECHAIN",
     "Address",
     "ColdDigest",
     "ColdView",
@@ -154,8 +155,9 @@ class NormalizedEntry:
 
 
 # (index, entry_id, operation_address, role, tool, timestamp, ref, provider, action, outcome,
-#  is_error, family) -- the seed's structural address tuple plus is_error and the tool family
-# (digests written before the family have 11 fields).
+#  is_error, family, sidechain) -- the seed's structural address tuple plus is_error, the tool
+# family and SIDECHAIN for a subagent's entry (None for the session's own). Digests written
+# before the family have 11 fields, before the sidechain mark 12.
 Address = tuple[
     int,
     str | None,
@@ -168,6 +170,7 @@ Address = tuple[
     str | None,
     str | None,
     bool,
+    str | None,
     str | None,
 ]
 

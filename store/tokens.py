@@ -8,12 +8,17 @@ NFKC, then maximal runs of Unicode letters, numbers and ``_``, then lowercase. P
 for ``str`` patterns is exactly ``str.isalnum() or "_"``, i.e. categories L* and N* plus ``_``,
 which is the seed's ``[\\p{L}\\p{N}_]+``; combining marks (M*) split tokens in both.
 
-One deliberate extension (the README says so): Chinese and Japanese are written without
-spaces, so a run of Han, Hiragana and Katakana characters inside a token becomes its
-overlapping character bigrams (``技術スタック`` → ``技術 術ス スタ タッ ック``), or itself when
-it is one character long; the rest of the token stays one token (``优化readme`` → ``优化
-readme``). Which characters count is the Unicode script of each character (``_CJK_RANGES``),
-never a judgement about the text. Korean, written with spaces, is untouched.
+Two deliberate extensions (the README says so), both decided by the Unicode script of each
+character, never by a judgement about the text:
+
+* Chinese and Japanese are written without spaces, so a run of Han, Hiragana and Katakana
+  characters inside a token becomes its overlapping character bigrams (``技術スタック`` →
+  ``技術 術ス スタ タッ ック``), or itself when it is one character long; the rest of the token
+  stays one token (``优化readme`` → ``优化 readme``). Which characters count: ``_CJK_RANGES``.
+* Korean is written with spaces, but a particle follows the word it marks without one, also
+  after a word in another script: ``README를``, ``GitHub에서``. So a token is cut where Hangul
+  meets a letter or digit of another script (``readme 를``, ``github 에서``); a Hangul word
+  and its particle (``서브에이전트로``) stay one token, as every word does (no stemming).
 """
 
 from __future__ import annotations
@@ -34,8 +39,8 @@ __all__ = [
 ]
 
 # Part of the indexing policy's fingerprint: records tokenized by another version re-derive.
-# 2: CJK runs become bigrams.
-TOKENIZER_VERSION = 2
+# 2: CJK runs become bigrams. 3: a token is cut where Hangul meets another script.
+TOKENIZER_VERSION = 3
 
 _WORD = re.compile(r"\w+")
 # Scripts.txt's Han, Hiragana and Katakana (whole blocks where a block is one script: the
@@ -63,6 +68,12 @@ _MAYBE_CJK = re.compile(f"[{chr(_CJK_RANGES[0][0])}-{chr(_CJK_RANGES[-1][1])}]")
 # A token's pieces: runs of CJK characters, and runs of the rest (which may hold a mark that
 # lowercasing added, as "İ" does: it stays part of its token, as everywhere else).
 _PIECE = re.compile(f"[{_CJK_CLASS}]+|[^{_CJK_CLASS}]+")
+# Hangul: syllables, jamo (NFKC maps the compatibility jamo to these) and their extensions.
+_HANGUL_CLASS = "\u1100-\u11ff\ua960-\ua97f\uac00-\ud7af\ud7b0-\ud7ff\u3130-\u318f"
+_HANGUL = re.compile(f"[{_HANGUL_CLASS}]")
+_HANGUL_RUN = re.compile(f"[{_HANGUL_CLASS}]+")
+_MAYBE_HANGUL = re.compile("[\u1100-\u11ff\u3130-\u318f\ua960-\ua97f\uac00-\ud7ff]")
+_HANGUL_PIECE = re.compile(f"[{_HANGUL_CLASS}]+|[^{_HANGUL_CLASS}]+")
 # Byte table for UTF-8 text: ASCII letters lowercase, other ASCII word bytes stay, every other
 # ASCII byte becomes a space; bytes of multi-byte characters (>= 0x80) stay for a closer look.
 _SPLIT_TABLE = bytes(
@@ -95,7 +106,20 @@ def tokenize(text: str) -> list[str]:
         # capital sigma lowercases by context (final sigma), which the check above sends the
         # slow way.
         tokens = _WORD.findall(text.lower())
+    if _MAYBE_HANGUL.search(text) is not None:
+        tokens = _split_hangul(tokens)
     return _split_cjk(tokens) if _has_cjk(text) else tokens
+
+
+def _split_hangul(tokens: list[str]) -> list[str]:
+    """*tokens* cut where Hangul meets another script (see above)."""
+    out: list[str] = []
+    for token in tokens:
+        if _HANGUL.search(token) is None or _HANGUL_RUN.fullmatch(token):
+            out.append(token)
+        else:
+            out.extend(_HANGUL_PIECE.findall(token))
+    return out
 
 
 def _has_cjk(text: str) -> bool:
@@ -156,6 +180,8 @@ def term_set(texts: Iterable[str]) -> set[bytes]:
     for chunk in wide:
         text = chunk.decode("utf-8", "surrogatepass")
         tokens = [t.lower() for t in _WORD.findall(text)]
+        if _MAYBE_HANGUL.search(text) is not None:
+            tokens = _split_hangul(tokens)
         if _has_cjk(text):
             tokens = _split_cjk(tokens)
         chunks.update(t.encode("utf-8") for t in tokens)

@@ -89,9 +89,8 @@ def assemble(work: Path) -> Path:
     return corpus
 
 
-def _label(agent: str, session_id: str, rel: str) -> str:
-    if "/subagents/" in rel:
-        return f"claude:{session_id}/{Path(rel).stem}"
+def _label(agent: str, session_id: str) -> str:
+    # a subagent file's id already names its parent (``<parent uuid>/agent-<id>``)
     return f"{agent}:{session_id}"
 
 
@@ -128,7 +127,7 @@ def entries(corpus: Path) -> Iterator[Judged]:
             session = read_session(data, str(path), agent)
             result = normalize(session, lineage(session, "active"), policy)
             groups = _claude_groups(data) if agent == "claude" else {}
-            label = _label(agent, session.session_id, rel)
+            label = _label(agent, session.session_id)
             for e in result.entries:
                 if not e.text.strip():
                     continue

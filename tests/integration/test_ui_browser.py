@@ -133,6 +133,16 @@ def _corpus(pi: PiRoot) -> Path:
             ]
         )
     )  # fmt: skip
+    # its subagent's own file, listed under it
+    (folder / uid / "subagents").mkdir(parents=True)
+    (folder / uid / "subagents" / "agent-lint1.jsonl").write_bytes(
+        jsonl(
+            [
+                claude_line("user", "s1", None, T0 - 3_585_000, "Find the lint config.",
+                            session=uid, cwd="/work/api"),
+            ]
+        )
+    )  # fmt: skip
     return s1
 
 
@@ -280,6 +290,14 @@ def test_search_open_branch_and_live_append_in_a_real_browser(live: dict[str, An
             row = page.locator("tr[data-session='pi:cart-1'] td.prompt")
             expect(row).to_contain_text("<script>document.title")
             expect(page.locator("tr.group").first).to_contain_text(PROJECT)
+            # a subagent's file right under the session that spawned it
+            parent = page.locator("tr[data-session='claude:c0ffee00-0000-4000-8000-0000000000aa']")
+            child = parent.locator("xpath=following-sibling::tr[1]")
+            expect(child).to_have_attribute(
+                "data-parent", "claude:c0ffee00-0000-4000-8000-0000000000aa"
+            )
+            expect(child).to_contain_text("subagent")
+            expect(parent).to_contain_text("+1")
             if shots:
                 _shot(page, shots, "sessions")
             page.goto(live["url"].split("?")[0] + "#/catalog")

@@ -23,6 +23,8 @@ def main(work: Path) -> None:
         relevant = []
         for prefix in q["relevant"]:
             found = [j for j in judged if q["file"] in j.file and j.entry.startswith(prefix)]
+            # a whole id (Codex ``L6``) is itself, not a prefix of ``L69``
+            found = [j for j in found if j.entry == prefix] or found
             if len(found) != 1:
                 raise SystemExit(f"{q['query']!r}: {prefix} matches {len(found)} entries")
             j = found[0]

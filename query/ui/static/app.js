@@ -581,20 +581,42 @@
       if (r.error) { put(box, errorBox(r.error)); return; }
       const rows = [...r.sessions].sort((a, b) => (b.mtime || 0) - (a.mtime || 0));
       if (!rows.length) { put(box, el("p", { class: "muted" }, "No sessions indexed in this scope.")); return; }
+      // A subagent's own file (sidechain, with its parent's id) is listed under the session
+      // that spawned it, oldest first; one whose parent is not listed stays in its place.
+      const listed = new Set(rows.map((s) => s.id));
+      const children = new Map();
+      for (const s of rows) {
+        if (!s.sidechain || !listed.has(s.parentSession)) continue;
+        if (!children.has(s.parentSession)) children.set(s.parentSession, []);
+        children.get(s.parentSession).push(s);
+      }
+      const nested = (s) => s.sidechain && listed.has(s.parentSession);
       const groups = new Map();
-      for (const s of rows) { if (!groups.has(s.cwd)) groups.set(s.cwd, []); groups.get(s.cwd).push(s); }
+      for (const s of rows) {
+        if (nested(s)) continue;
+        if (!groups.has(s.cwd)) groups.set(s.cwd, []);
+        groups.get(s.cwd).push(s);
+      }
       const prompts = [];
       const tbody = el("tbody");
+      const row = (s, sub) => {
+        const cell = el("td", { class: "prompt muted" }, "…");
+        prompts.push([s, cell]);
+        const kids = (children.get(s.id) || []).length;
+        return el("tr", { "data-session": s.id, class: sub ? "sub" : null, "data-parent": sub ? s.parentSession : null },
+          el("td", {}, el("a", { href: sessionLink(s.file, {}) }, (sub ? "↳ " : "") + when(s.mtime))),
+          el("td", {}, el("span", { class: "badge" }, s.agent),
+            s.sidechain ? el("span", { class: "badge", title: "a subagent's transcript" }, "subagent") : null,
+            kids ? el("span", { class: "muted small", title: "subagent transcripts listed below" }, ` +${kids}`) : null),
+          cell, el("td", { class: "num" }, s.entryCount), el("td", { class: "muted small" }, s.tier));
+      };
       for (const [cwd, list] of groups) {
         tbody.append(el("tr", { class: "group" }, el("td", { colspan: 5, class: "mono" }, cwd || "(no project)",
           el("span", { class: "muted small" }, ` · ${list.length} session${list.length === 1 ? "" : "s"}`))));
         for (const s of list) {
-          const cell = el("td", { class: "prompt muted" }, "…");
-          prompts.push([s, cell]);
-          tbody.append(el("tr", { "data-session": s.id },
-            el("td", {}, el("a", { href: sessionLink(s.file, {}) }, when(s.mtime))),
-            el("td", {}, el("span", { class: "badge" }, s.agent)), cell,
-            el("td", { class: "num" }, s.entryCount), el("td", { class: "muted small" }, s.tier)));
+          tbody.append(row(s, false));
+          const kids = [...(children.get(s.id) || [])].sort((a, b) => (a.mtime || 0) - (b.mtime || 0));
+          for (const k of kids) tbody.append(row(k, true));
         }
       }
       const table = el("table", { class: "sessions" },

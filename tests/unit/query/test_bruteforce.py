@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from hypothesis import HealthCheck, event, given, settings
+from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 
 from query.search import Budgets
@@ -92,12 +92,14 @@ def idf(n: int, df: float) -> float:
     return math.log((max(n, 1) - df + 0.5) / (df + 0.5) + 1) if df else 0.0
 
 
-def cold_quality(es: list[NormalizedEntry], term: str) -> float:
-    """From how many times the session's prose says the term (0: only tool output holds it)."""
+def cold_quality(es: list[NormalizedEntry], term: str, average: float) -> float:
+    """From how many times the session's prose says the term (0: only tool output holds it),
+    the least count of its power-of-two bucket, over the session's BM25 length norm."""
     said = sum(tokenize(fields(e)[0]).count(term) for e in es)
     if not said:
         return 0.2
-    return 0.6 + 0.4 * min(1.0, (min(said, 255).bit_length() - 1) / 6)
+    tf = 2 ** (min(said, 255).bit_length() - 1) / (0.25 + 0.75 * len(es) / max(average, 1.0))
+    return 0.6 + 0.4 * tf / (tf + 1.2)
 
 
 def passes(e: NormalizedEntry, f: dict[str, Any]) -> bool:
@@ -145,11 +147,10 @@ def reference(
     if not text:
         score = 1.0 if f else 0.0
         items += [key_entry(score, s, e) for s, e in candidates]
-    elif mode == "phrase":
+    phrase_hits = []
+    if text and mode == "phrase":
         phrase = normalize_text(text.strip())
-        for s, e in candidates:
-            if phrase in normalize_text(e.text):
-                items.append(key_entry(weight(e, f), s, e))
+        phrase_hits = [(s, e) for s, e in candidates if phrase in normalize_text(e.text)]
     # cold digests: vocabulary and structural addresses only
     eligible = []
     for s, es in cold:
@@ -171,15 +172,21 @@ def reference(
     # one IDF for both tiers: hot candidates plus cold entries; a cold holder counts as many
     # entries as the hot sessions holding the term hold on average (1 when none does)
     n_all = len(candidates) + sum(len(es) for _, es in cold)
+    average = sum(len(es) for _, es in cold) / len(cold) if cold else 1.0
     idfs: dict[str, float] = {}
     for term in terms:
         holding = [(s, e) for s, e in candidates if term in tokenize(e.text)]
-        hot_df = len(holding) if not phrase_mode else 0
-        hot_sessions = len({s.path for s, _ in holding}) if not phrase_mode else 0
+        hot_df = len(holding)
+        hot_sessions = len({s.path for s, _ in holding})
         density = hot_df / hot_sessions if hot_sessions else 1.0
         cold_df = sum(1 for _, _, h, _ in found if term in h)
         idfs[term] = idf(n_all, min(hot_df + cold_df * density, n_all))
     query_idf = sum(idfs[t] for t in terms) or 1.0
+    # a phrase hit holds the whole phrase: each term's idf, its quality 0 where the entry holds
+    # it only inside a longer token; a phrase without terms scores the provenance weight
+    for s, e in phrase_hits:
+        score = sum(idfs[t] * (0.5 + 0.5 * quality(e, t, f)) for t in terms)
+        items.append(key_entry(score if terms else weight(e, f), s, e))
     if text and not phrase_mode and candidates and terms:
         need = len(terms) if match == "all" else 1
         for s, e in candidates:
@@ -200,14 +207,15 @@ def reference(
             reasons.add("cold_phrase_requires_hydration")
         for s, es, hit, n in found:
             share = sum(idfs[t] for t in hit) / query_idf
-            score = share * sum(idfs[t] * (0.5 + 0.5 * cold_quality(es, t)) for t in hit)
+            score = share * sum(idfs[t] * (0.5 + 0.5 * cold_quality(es, t, average)) for t in hit)
             cold_hits.append((s, score, len(hit), n))
         if found:
             if phrase_mode:
                 reasons.add("cold_phrase_requires_hydration")
             elif match == "all" and len(terms) > 1:
                 reasons.add("cold_all_terms_requires_hydration")
-            if f:
+            # unless the filters hold for every entry of each such session
+            if f and any(n < len(es) for _, es, _, n in found):
                 reasons.add("cold_structural_filter_requires_hydration")
     for s, score, terms_hit, structural in cold_hits:
         items.append(
@@ -316,6 +324,10 @@ def queries(draw: st.DrawFn) -> dict[str, Any]:
     return q
 
 
+def _one_user_entry(sid: str, text: str) -> tuple[str, int, list[dict[str, Any]]]:
+    return CWDS[0], 1000, [header(sid, CWDS[0]), user(f"{sid}-0", None, text, T0)]
+
+
 @settings(
     max_examples=80,
     deadline=None,
@@ -330,6 +342,26 @@ def queries(draw: st.DrawFn) -> dict[str, Any]:
     scope=st.sampled_from(["project", "global", "explicit"]),
     page_size=st.integers(1, 4),
     term_index=st.sampled_from(["never", "always"]),
+)
+# Two sessions of one mtime (the path decides which is hot), a phrase over both tiers: a
+# phrase scored by its provenance weight alone in the hot tier, and its cold IDF over the cold
+# tier's entries only, once put the cold session at 0.23 where the reference says 0.55.
+@example(
+    sessions=(_one_user_entry("s0", "alpha"), _one_user_entry("s1", "alpha")),
+    hot=1,
+    query={"query": "alpha", "queryMode": "phrase"},
+    scope="project",
+    page_size=1,
+    term_index="never",
+)
+# One session, hydrated: a phrase needs its postings too.
+@example(
+    sessions=(_one_user_entry("s0", "alpha"),),
+    hot=0,
+    query={"query": "alpha", "queryMode": "phrase"},
+    scope="project",
+    page_size=1,
+    term_index="never",
 )
 def test_engine_matches_the_brute_force_reference(
     sessions: tuple[tuple[str, int, list[dict[str, Any]]], ...],

@@ -1,7 +1,8 @@
 """Ranking properties a person would call right, each on a few small synthetic entries.
 
 Properties, not golden orderings: coordination, IDF dominance whatever the length, the best
-passage of a long output, prose keeping its weight beside a tool call, and cold sessions
+passage of a long output (for its terms' counts and for which terms it holds together),
+prose keeping its weight beside a tool call, and cold sessions
 ranked by bounded per-session statistics with deterministic ties.
 """
 
@@ -85,6 +86,26 @@ def test_a_long_output_holding_both_terms_is_scored_by_its_best_passage(kit: Kit
         short.close()
 
 
+def test_terms_count_together_only_where_one_passage_holds_them(kit: Kit) -> None:
+    # A long output holding both terms 3,000 tokens apart answers neither question: a
+    # short reply holding both together, or the same output with both in one passage,
+    # does. (Before, scattered terms earned full coordination: source files the agent read
+    # outranked the discussion on natural queries.)
+    page = " ".join([FILLER] * 250)  # ~3,000 tokens
+    entries = [("user", "something else entirely")] * 40 + [("user", "the footer shows a warning")]
+    entries += [("user", "footer")] * 5 + [("user", "warning")] * 5
+    entries.append(("result", f"footer {page} warning"))  # 51: apart
+    entries.append(("result", f"{page} footer warning {page}"))  # 52: together
+    kit.session("s", _session("s", entries))
+    kit.build()
+    order = [h["entryId"] for h in _hits(kit, "footer warning")]
+    assert order.index("s-40") < order.index("s-51")
+    assert order.index("s-52") < order.index("s-51")
+    score = {h["entryId"]: h["score"] for h in _hits(kit, "footer warning")}
+    # apart, the output scores like its best passage: one term, not both
+    assert score["s-51"] < score["s-52"] / 1.5
+
+
 def test_prose_keeps_its_weight_beside_a_tool_call(kit: Kit) -> None:
     call = {"id": "c1", "name": "bash", "arguments": {"command": "ls"}}
     argument = {"id": "c2", "name": "bash", "arguments": {"command": "grep tokenizer"}}
@@ -114,6 +135,22 @@ def test_cold_sessions_rank_by_their_term_statistics_not_their_mtime(kit: Kit) -
     hits = _hits(kit, "widget")
     assert [h["kind"] for h in hits] == ["session", "session"]
     assert [h["sessionId"] for h in hits] == ["pi:talks", "pi:once"]
+    assert hits[0]["score"] > hits[1]["score"]
+
+
+def test_a_cold_session_is_scored_for_its_length(kit: Kit) -> None:
+    # Both say "widget" twice in prose; one in 4 entries, the other in 400 (BM25's length
+    # norm, a session's length its entry count): the short one is about widgets.
+    kit.configure(hotSessions=0)
+    short = [("user", "the widget renders twice"), ("assistant", "fixed the widget")]
+    short += [("user", "thanks")] * 2
+    long = [*short[:2], *[("user", "unrelated work")] * 398]
+    kit.session("short", _session("short", short), mtime_s=1000)
+    kit.session("long", _session("long", long), mtime_s=2000)  # newer
+    kit.session("other", _session("other", [("user", "nothing here")] * 50), mtime_s=500)
+    kit.build()
+    hits = _hits(kit, "widget")
+    assert [h["sessionId"] for h in hits] == ["pi:short", "pi:long"]
     assert hits[0]["score"] > hits[1]["score"]
 
 

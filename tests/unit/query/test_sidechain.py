@@ -9,7 +9,7 @@ import orjson
 import pytest
 
 from query.errors import InvalidArgument
-from query.results import Entry, RecallPage
+from query.results import Entry, RecallPage, SessionList
 from query.walk import drive, steps
 from tests.helpers import claude_line, jsonl
 from tests.unit.query.kit import CWD, T0, Kit
@@ -147,3 +147,46 @@ def test_the_default_session_scope_holds_the_sessions_subagent_files(claude: Kit
         "inline zebrafish search",
         "please chase the zebrafish import",
     ]
+
+
+def test_a_subagent_file_is_named_by_its_id_as_hits_name_it(claude: Kit) -> None:
+    page = claude.recall(query="file", scope="global", sidechain=True)
+    hit = next(h for h in page["hits"] if h["snippet"] == "file zebrafish search")
+    sid = hit["sessionId"]
+    assert sid == f"claude:{SID}/agent-f1le"  # a slash, yet an id, not a path
+    for name in (sid, sid.removeprefix("claude:")):
+        expanded = claude.expand(session=name, indices=[0])
+        assert [e["text"] for e in expanded["entries"]] == ["file zebrafish search"]
+        scoped = claude.recall(query="zebrafish", scope=f"session:{name}")
+        assert texts(scoped) == ["file zebrafish search"]
+    # a path that is no id is still a path, refused outside the roots
+    outside = claude.expand(session="/elsewhere/agent-f1le", indices=[0])
+    assert outside["error"]["code"] == "session_outside_roots"
+
+
+def test_cold_digests_answer_the_sidechain_filter_where_every_entry_agrees(claude: Kit) -> None:
+    claude.configure(hotSessions=0)  # both files cold: a digest per file
+    claude.build()
+    # The subagent file is all subagent work, so "a subagent's entry holds the term" needs
+    # no hydration there; the main file mixes inline subagent lines with the person's own,
+    # so there only hydration can tell which entry holds the term.
+    theirs = claude.recall(query="file", scope="global", sidechain=True)
+    assert [h["sessionId"] for h in theirs["hits"]] == [f"claude:{SID}/agent-f1le"]
+    assert theirs["coverage"]["complete"] is True
+    mixed = claude.recall(query="zebrafish", scope="global", sidechain=True)
+    assert {h["sessionId"] for h in mixed["hits"]} == {f"claude:{SID}/agent-f1le", f"claude:{SID}"}
+    assert "cold_structural_filter_requires_hydration" in mixed["coverage"]["reasons"]
+    # the person's own work: the subagent file holds none of it
+    own = claude.recall(query="zebrafish", scope="global", sidechain=False)
+    assert [h["sessionId"] for h in own["hits"]] == [f"claude:{SID}"]
+    assert [h["matchedStructuralEntries"] for h in own["hits"]] == [3]
+
+
+def test_the_session_list_names_a_subagent_files_parent(claude: Kit) -> None:
+    rows = {s["id"]: s for s in claude.sessions(scope="global")["sessions"]}
+    child = rows[f"claude:{SID}/agent-f1le"]
+    assert (child["sidechain"], child["parentSession"]) == (True, f"claude:{SID}")
+    parent = rows[f"claude:{SID}"]
+    assert "sidechain" not in parent and "parentSession" not in parent
+    typed = {r.id: r for r in SessionList.from_dict(claude.sessions(scope="global")).sessions}
+    assert typed[child["id"]].parent_session == f"claude:{SID}"

@@ -123,6 +123,7 @@ def test_digest_fields():
         "failed",
         True,
         None,  # family: set by the normalizers, not by this hand-built entry
+        None,  # the session's own entry, not a subagent's
     )
     assert d.reasons == ()
 

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from store.rankstats import (
     PASSAGE,
+    SEGMENTS,
     entry_stats,
     fields_of,
+    segments,
     session_term_stats,
     split,
     term_stats_bytes,
@@ -36,11 +38,46 @@ def test_fields_follow_the_typed_role_and_tool() -> None:
 
 
 def test_prose_and_plumbing_counts_are_packed_apart() -> None:
-    counts, length = entry_stats(_entry("assistant", "grep for it\nTool: grep(it)", tool="grep"))
-    assert unpack(counts["it"]) == (1, 1)
-    assert unpack(counts["grep"]) == (1, 1)
-    assert unpack(counts["for"]) == (1, 0)
-    assert unpack(length) == (3, 3)
+    counts, length = entry_stats(_entry("assistant", "grep for it\nTool: grep(it it)", tool="grep"))
+    assert split(counts["it"], length) == ((1, 2), (3, 4))
+    assert split(counts["grep"], length)[0] == (1, 1)
+    assert split(counts["for"], length)[0] == (1, 0)
+    assert unpack(length) == (3, 4)
+    # one passage: no segment bits
+    assert not any(segments(v) for v in counts.values())
+
+
+def test_a_one_field_entry_keeps_its_count_unpacked() -> None:
+    counts, length = entry_stats(_entry("toolResult", "it it it"))
+    assert counts["it"] == 3
+    assert split(counts["it"], length) == ((0, 3), (0, 3))
+
+
+def test_a_long_entry_says_which_segments_hold_each_term() -> None:
+    # 2,048 tokens: SEGMENTS runs of 128 (two blocks of half a passage each); "alpha" opens
+    # the entry, "omega" ends it, "both" is in the first and the last, "middle" in run 8 only
+    words = [f"w{i}" for i in range(2048)]
+    words[0], words[-1], words[1100] = "alpha", "omega", "middle"
+    for at in (5, 2043):
+        words[at] = "both"
+    counts, length = entry_stats(_entry("toolResult", " ".join(words)))
+    assert segments(counts["alpha"]) == 1
+    assert segments(counts["omega"]) == 1 << (SEGMENTS - 1)
+    assert segments(counts["middle"]) == 1 << 8
+    assert segments(counts["both"]) == 1 | 1 << (SEGMENTS - 1)
+    # the count under the bits is the best passage's, as before
+    assert split(counts["both"], length) == ((0, 1), (0, PASSAGE))
+    # runs are at least half a passage: 200 tokens make 4 runs, prose and plumbing as one text
+    said = (
+        " ".join(f"p{i}" for i in range(100))
+        + "\nTool: x("
+        + " ".join(f"c{i}" for i in range(100))
+        + ")"
+    )
+    counts, _ = entry_stats(_entry("assistant", said, tool="x"))
+    assert segments(counts["p0"]) == 1
+    assert segments(counts["p99"]) == 2
+    assert segments(counts["c99"]) == 8
 
 
 def test_a_long_field_counts_by_its_best_passage() -> None:
