@@ -112,7 +112,6 @@ class Segment(Wired):
     level: int = 0
 
 
-
 @wired
 @dataclass(frozen=True, slots=True)
 class Chain(Wired):

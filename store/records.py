@@ -64,7 +64,6 @@ __all__ = [
 ]
 
 
-
 @wired
 @dataclass(frozen=True, slots=True)
 class NormalizedEntry(Wired):
@@ -119,6 +118,7 @@ class NormalizedEntry(Wired):
         default=(), metadata=wire(ROWS, since=3, omit=True)
     )
 
+
 # (index, entry_id, operation_address, role, tool, timestamp, ref, provider, action, outcome,
 #  is_error, family, sidechain) -- the seed's structural address tuple plus is_error, the tool
 # family and SIDECHAIN for a subagent's entry (None for the session's own). Digests written
@@ -138,7 +138,6 @@ Address = tuple[
     str | None,
     str | None,
 ]
-
 
 
 @wired
@@ -419,7 +418,6 @@ def session_records(sessions: Iterable[SessionState]) -> set[str]:
         names.update(s.index_deltas)
         names.update(s.entries_deltas)
     return names
-
 
 
 @wired

@@ -176,7 +176,9 @@ def _check(cls: type, fields: list[_Field]) -> None:
         if omitting and not f.spec.omit:
             raise TypeError(f"{cls.__name__}.{f.name}: omitted fields end the record")
         if f.spec.omit and (f.spec.since == 1 or not f.optional):
-            raise TypeError(f"{cls.__name__}.{f.name}: only a later field with a default is omitted")
+            raise TypeError(
+                f"{cls.__name__}.{f.name}: only a later field with a default is omitted"
+            )
         since, omitting = f.spec.since, f.spec.omit
 
 

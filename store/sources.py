@@ -92,7 +92,6 @@ class SessionFiles(Wired):
         return self._whole is not None and self._whole.fullmatch(name) is not None
 
 
-
 @wired
 @dataclass(frozen=True, slots=True)
 class ProjectFolder(Wired):
@@ -145,7 +144,6 @@ class ProjectFolder(Wired):
         return self.prefix + re.sub(self.unsafe, "-", relative) + self.suffix
 
 
-
 def folder_names(
     rules: Sequence[ProjectFolder], forms: Iterable[str], bases: Mapping[str, Sequence[str]]
 ) -> set[str]:
@@ -169,7 +167,6 @@ class SourceSpec(Wired):
     folders: tuple[ProjectFolder, ...] = field(
         default=(), metadata=wire(nested_tuple(ProjectFolder))
     )
-
 
 
 def session_stem(name: str) -> str:
