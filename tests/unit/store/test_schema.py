@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 import store
 from store import codec
 from store.archive import Chain, Segment
+from store.checkpoints import Checkpoint
 from store.codec import decode, encode, pack, unpack
 from store.records import (
     ColdDigest,
@@ -238,6 +239,7 @@ STRATEGIES: dict[type[Wired], st.SearchStrategy[Any]] = {
     SourceEvent: EVENTS,
     Segment: SEGMENTS,
     Chain: CHAINS,
+    Checkpoint: st.builds(Checkpoint, TEXT, INT64, INT64, INT64),
 }
 
 # The on-disk contract of SCHEMA_VERSION: (field, form, since, omitted when default) per type.
@@ -438,6 +440,12 @@ LAYOUTS: dict[int, dict[str, list[tuple[str, str, int, bool]]]] = {
             ("truncated", "bool", 1, False),
             ("updated_ns", "value", 1, False),
             ("retired", "tuple", 2, False),
+        ],
+        "Checkpoint": [
+            ("stage", "value", 1, False),
+            ("version", "value", 1, False),
+            ("position", "value", 1, False),
+            ("updated_ns", "value", 1, False),
         ],
     }
 }
