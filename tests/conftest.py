@@ -10,10 +10,14 @@ counted) once its own fixtures are torn down; anything new still running fails i
 
 A thread or process that was told to stop may need a moment to finish: the check waits for
 the stragglers up to ``GRACE`` seconds, and only when there are any.
+
+No test may depend on how loaded the machine is, so hypothesis's per-example deadline and its
+"too slow" health check (both wall-clock) are off for every property test.
 """
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Iterator
@@ -21,10 +25,15 @@ from pathlib import Path
 
 import psutil
 import pytest
+from hypothesis import HealthCheck, settings
 
 GRACE = 15.0
-# Every test in these folders is slow, so a new one there is slow without saying so.
+# Every test in these folders is slow, so a new one there is slow without saying so; so is
+# every test marked integration (it starts real processes).
 SLOW_FOLDERS = ("integration", "reliability")
+
+settings.register_profile("sessiondex", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("sessiondex")
 # Helpers multiprocessing starts once per interpreter and keeps until exit, by design.
 _KEPT_HELPERS = ("resource_tracker", "forkserver")
 
@@ -34,7 +43,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     here = Path(__file__).parent
     for item in items:
         parts = item.path.relative_to(here).parts if item.path.is_relative_to(here) else ()
-        if parts and parts[0] in SLOW_FOLDERS:
+        if (parts and parts[0] in SLOW_FOLDERS) or item.get_closest_marker("integration"):
             item.add_marker(pytest.mark.slow)
 
 
@@ -81,9 +90,7 @@ def no_leaked_threads_or_processes() -> Iterator[None]:
     names += [f"process {_describe(c)}" for c in new_children.values()]
     # Stop the leaked processes so the tests after this one do not pay for it.
     for child in new_children.values():
-        try:
+        with contextlib.suppress(psutil.Error):
             child.kill()
-        except psutil.Error:
-            pass
     psutil.wait_procs(list(new_children.values()), timeout=GRACE)
     pytest.fail("left running after the test: " + "; ".join(sorted(names)), pytrace=False)
