@@ -13,10 +13,12 @@ A record type is a frozen dataclass decorated with ``@wired`` whose fields say, 
 
 The wire form is a positional list in field order: compact, and the order is the on-disk
 contract. Appending a field with a new ``since`` keeps every stored record readable; anything
-else (removing, reordering or changing the meaning of a field) must bump ``SCHEMA_VERSION``
-(the record format version each envelope carries, ``store.codec``), which makes a reader refuse
-an old index as another version instead of misreading it. ``tests/unit/store/test_schema.py``
-pins every layout, so such a change cannot slip through.
+else (removing, reordering or changing the meaning of a field) must bump the format version of
+the file holding the record: ``SCHEMA_VERSION`` for what ``store.codec`` writes (each envelope
+carries it), the archive chain's and the checkpoint's own version for those files. A reader
+then refuses an old file as another version instead of misreading it (for the index: `pipeline
+rebuild` derives it again). ``tests/unit/store/test_schema.py`` pins every layout, so such a
+change cannot slip through.
 
 The encoder and decoder of each type are generated Python source compiled once at import (as
 ``dataclasses`` builds ``__init__``): decoding is on the query's hot path, and generated code

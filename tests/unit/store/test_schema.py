@@ -244,8 +244,8 @@ STRATEGIES: dict[type[Wired], st.SearchStrategy[Any]] = {
 
 # The on-disk contract of SCHEMA_VERSION: (field, form, since, omitted when default) per type.
 # Appending a field with a new ``since`` appends here. Removing, reordering or changing a
-# field means records of this version would be misread: bump SCHEMA_VERSION and start a new
-# table instead.
+# field means records of this version would be misread: bump SCHEMA_VERSION (for a Chain or a
+# Checkpoint, the version its own file carries) and start a new table instead.
 LAYOUTS: dict[int, dict[str, list[tuple[str, str, int, bool]]]] = {
     1: {
         "SessionFiles": [
