@@ -30,14 +30,15 @@ _SHELL_FLAGS: Final = frozenset({"-c", "-lc", "-ic", "-ilc", "-lic"})
 _SEQUENCING: Final = frozenset({";", "&", "&&", "||", "(", ")", ";;", "|&"})
 
 
-def exit_outcome(command: object, exit_code: int) -> str:
-    """``succeeded`` or ``failed`` for a shell call that exited with *exit_code*."""
+def exit_outcome(command: object, exit_code: float) -> str:
+    """``succeeded`` or ``failed`` for a shell call that exited with *exit_code* (a JSON
+    number: Pi writes them as doubles)."""
     if exit_code == 0 or no_match(command, exit_code):
         return "succeeded"
     return "failed"
 
 
-def no_match(command: object, exit_code: int) -> bool:
+def no_match(command: object, exit_code: float) -> bool:
     """True when *exit_code* is a search program's "nothing matched" (module docstring)."""
     if exit_code != _NO_MATCH_EXIT:
         return False

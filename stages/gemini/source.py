@@ -18,9 +18,11 @@ The reader replays the writer's loader (``loadConversationRecord``) to give each
 place in the conversation, as an id and a parent:
 
 * a message is a node with its own ``id``; a new id's parent is the last live message before
-  it; a line that rewrites an id takes the parent of the version it replaces, and every earlier
+  it; a line that rewrites an id takes the parent of the version it replaces (and can end the
+  active path only when that message is the last live one), and every earlier
   version becomes kind ``gemini.superseded`` with no id (never selected as a node, skipped by
-  the normalizer in ``all``), so a rewritten turn is indexed once, as last written;
+  the normalizer in ``all``), so a rewritten turn is indexed once, as last written (its
+  entries sit where that version was written, as entries follow the file on every agent);
 * ``$rewindTo`` removes the named message and all after it from the live conversation (all
   of it when the id is unknown, as the writer does). The retracted records keep their ids and
   stay in the file as an abandoned branch: selected in ``all``, off the ``active`` path, since
@@ -192,7 +194,8 @@ def _thread(
                 live[own] = None
                 parent_of[own] = parent
             if last_at[own] == k:
-                record_id, leaf = own, True
+                # a rewrite of an earlier turn is on the path but never its end
+                record_id, leaf = own, next(reversed(live)) == own
             else:
                 out_kind = SUPERSEDED
         elif kind == REWIND and own is not None:

@@ -372,7 +372,7 @@ def _bash(
     if message.get("cancelled") is True:
         outcome: str | None = "aborted"
     elif exit_code is not None:
-        outcome = exit_outcome(command, int(exit_code)) if exit_code == int(exit_code) else "failed"
+        outcome = exit_outcome(command, exit_code)
     else:
         outcome = None
     fields = Fields(role="bashExecution", text=text, is_error=outcome == "failed")
