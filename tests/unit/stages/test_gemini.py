@@ -68,7 +68,8 @@ def shell(call_id: str, command: str, status: str, output: str) -> dict[str, Any
     response = {"functionResponse": {"id": call_id, "name": "run_shell_command",
                                      "response": {"output": output}}}  # fmt: skip
     return {"id": call_id, "name": "run_shell_command", "args": {"command": command},
-            "result": [response], "status": status, "timestamp": "2026-12-01T10:00:03.000Z"}  # fmt: skip
+            "result": [response], "status": status,
+            "timestamp": "2026-12-01T10:00:03.000Z"}  # fmt: skip
 
 
 def test_the_real_writer_s_session_reads_with_typed_outcomes() -> None:
@@ -158,8 +159,12 @@ def test_a_checkpoint_rebuilds_the_conversation_from_its_messages() -> None:
         HEADER,
         user("u1", "original prompt"),
         model("m1", "long answer"),
-        {"$set": {"messages": [user("u1", "original prompt"), model("m1", "masked answer")],
-                  "lastUpdated": "2026-12-01T10:09:00.000Z"}},  # fmt: skip
+        {
+            "$set": {
+                "messages": [user("u1", "original prompt"), model("m1", "masked answer")],
+                "lastUpdated": "2026-12-01T10:09:00.000Z",
+            }
+        },  # fmt: skip
         user("u2", "after the checkpoint"),
     )
     session = read(data)
