@@ -19,9 +19,8 @@ place in the conversation, as an id and a parent:
 
 * a message is a node with its own ``id``; a new id's parent is the last live message before
   it; a line that rewrites an id takes the parent of the version it replaces (and can end the
-  active path only when that message is the last live one), and every earlier
-  version becomes kind ``gemini.superseded`` with no id (never selected as a node, skipped by
-  the normalizer in ``all``), so a rewritten turn is indexed once, as last written (its
+  active path only when that message is the last live one); an earlier version is no record
+  at all, so a rewritten turn is indexed once, as last written, in both branch modes (its
   entries sit where that version was written, as entries follow the file on every agent);
 * ``$rewindTo`` removes the named message and all after it from the live conversation (all
   of it when the id is unknown, as the writer does). The retracted records keep their ids and
@@ -32,8 +31,12 @@ place in the conversation, as an id and a parent:
 * a ``$set`` with a ``messages`` array is a checkpoint that rebuilds the conversation from the
   array: its messages become records of that line (``line``/``offset`` of the line), each
   under the one before it, and the messages it leaves out are off the active path;
-* other ``$set`` lines (``lastUpdated``, ``summary``, ``directories``) are metadata records
-  with no id.
+* other ``$set`` lines (``lastUpdated`` after every message, ``summary``, ``directories``)
+  are metadata, read for identity and no record.
+
+Leaving out what is not conversation keeps ``all`` selecting exactly what ``active`` does
+until a rewind or checkpoint really leaves turns behind: a session is stored as one view, and
+an append (a new message, a turn rewritten with its tool calls) stays a delta.
 
 Identity: the header's ``sessionId`` (else the file stem); ``kind: "subagent"`` marks a
 subagent, whose file lives in ``chats/<parent session id>/``: the folder names the parent
@@ -69,8 +72,8 @@ __all__ = [
     "KNOWN_TYPES",
     "MESSAGE",
     "METADATA",
+    "METADATA",
     "REWIND",
-    "SUPERSEDED",
     "is_header",
     "parse_legacy",
     "read_gemini",
@@ -78,9 +81,8 @@ __all__ = [
 
 AGENT = "gemini"
 MESSAGE: Final = "message"
-SUPERSEDED: Final = "gemini.superseded"
 REWIND: Final = "gemini.rewind"
-METADATA: Final = "gemini.set"
+METADATA: Final = "gemini.set"  # read, never a record
 KNOWN_TYPES: Final = frozenset({"user", "gemini", "info", "error", "warning"})
 _SUBAGENT: Final = "subagent"
 _CHATS: Final = "chats"
@@ -185,7 +187,6 @@ def _thread(
         record_id: str | None = None
         parent: str | None = None
         leaf = False
-        out_kind = kind
         if kind == MESSAGE and own is not None:
             if own in live:
                 parent = parent_of[own]
@@ -193,11 +194,10 @@ def _thread(
                 parent = next(reversed(live), None)
                 live[own] = None
                 parent_of[own] = parent
-            if last_at[own] == k:
-                # a rewrite of an earlier turn is on the path but never its end
-                record_id, leaf = own, next(reversed(live)) == own
-            else:
-                out_kind = SUPERSEDED
+            if last_at[own] != k:
+                continue  # a later line rewrites it: that version is the message
+            # a rewrite of an earlier turn is on the path but never its end
+            record_id, leaf = own, next(reversed(live)) == own
         elif kind == REWIND and own is not None:
             if own in live:
                 order = list(live)
@@ -207,8 +207,10 @@ def _thread(
                 live.clear()
             record_id, leaf = f"$rewind:L{raw.line}", True
             parent = next(reversed(live), None)
-        elif kind == METADATA and own is not None:  # a checkpoint: its messages follow
-            live.clear()
+        elif kind == METADATA:
+            if own is not None:  # a checkpoint: its messages follow
+                live.clear()
+            continue
         records.append(
             SourceRecord(
                 position=len(records),
@@ -216,7 +218,7 @@ def _thread(
                 offset=raw.offset,
                 id=record_id,
                 parent_id=parent,
-                kind=out_kind,
+                kind=kind,
                 value=value,
                 leaf_candidate=leaf,
             )

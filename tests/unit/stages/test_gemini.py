@@ -17,7 +17,7 @@ import orjson
 from stages.agents import adapter
 from stages.families import tool_family, tool_identity
 from stages.gemini.parts import envelope_exit_code
-from stages.gemini.source import REWIND, SUPERSEDED
+from stages.gemini.source import REWIND
 from stages.lineage import lineage
 from stages.normalize import normalize
 from stages.policy import Policy
@@ -94,12 +94,9 @@ def test_the_real_writer_s_session_reads_with_typed_outcomes() -> None:
     assert found[4].is_error
     assert found[4].text.startswith("toolResult(run_shell_command) [error]: <untrusted_context>")
     assert "glimmerquartz" in found[5].text
-    kinds = [r.kind for r in session.records]
-    assert kinds.count(SUPERSEDED) == 2
-    # In "all" the superseded versions are selected but give nothing: no duplicate ids
-    every = normalize(session, lineage(session, "all"), Policy())
-    assert [e.entry_id for e in every.entries] == [e.entry_id for e in found]
-    assert every.reasons == ()
+    # Earlier versions and metadata lines are no records: "all" is "active" (one stored view)
+    assert len(session.records) == 7
+    assert lineage(session, "all").selected == lineage(session, "active").selected
 
 
 def test_a_rewritten_turn_keeps_its_place_and_its_last_version_wins() -> None:
