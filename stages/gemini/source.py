@@ -29,8 +29,12 @@ place in the conversation, as an id and a parent:
   (``gemini.rewind``, id ``$rewind:L<line>``) under the last survivor, so a session that ends
   on a rewind has that survivor as its active leaf, not a retracted turn;
 * a ``$set`` with a ``messages`` array is a checkpoint that rebuilds the conversation from the
-  array: its messages become records of that line (``line``/``offset`` of the line), each
-  under the one before it, and the messages it leaves out are off the active path;
+  array, and the messages it leaves out are off the active path. A message no line wrote
+  before becomes a record of that line (``line``/``offset`` of the line) under the one before
+  it; a copy of a message already written only orders it. The copies are re-serialized
+  model history, not new versions: 0.61.0 writes one at every resume with the ``toolCalls``
+  (and their statuses) dropped and a turn's function responses under the turn's own id, so
+  taking them as versions would erase every tool call a resumed session made;
 * other ``$set`` lines (``lastUpdated`` after every message, ``summary``, ``directories``)
   are metadata, read for identity and no record.
 
@@ -84,6 +88,7 @@ MESSAGE: Final = "message"
 REWIND: Final = "gemini.rewind"
 METADATA: Final = "gemini.set"  # read, never a record
 KNOWN_TYPES: Final = frozenset({"user", "gemini", "info", "error", "warning"})
+_CHECKPOINTED: Final = "checkpointed"  # a message inside a ``$set`` checkpoint (never a kind)
 _SUBAGENT: Final = "subagent"
 _CHATS: Final = "chats"
 
@@ -118,7 +123,7 @@ def read_gemini(parsed: ParseResult, path: str) -> SourceSession:
                 for message in checkpoint:
                     if isinstance(message, dict) and isinstance(message.get("id"), str):
                         _check_message(drift, message)
-                        items.append((raw, message, MESSAGE, message["id"]))
+                        items.append((raw, message, _CHECKPOINTED, message["id"]))
         elif is_header(value):
             if header is None and at == 0:
                 header = value
@@ -176,10 +181,16 @@ def _thread(
     """Ids and parents by replaying the writer's loader (module docstring), and the ids still
     live at the end. One pass, plus a scan of the live ids at each rewind (rare: a user's
     ``/rewind``)."""
-    last_at: dict[str, int] = {}
+    # Which message items are a version of their message: every message line, and a
+    # checkpoint's copy of a message no earlier line wrote.
+    seen: set[str] = set()
+    versions: dict[int, str] = {}
     for k, (_, _, kind, own) in enumerate(items):
-        if kind == MESSAGE and own is not None:
-            last_at[own] = k
+        if own is not None and kind in (MESSAGE, _CHECKPOINTED):
+            if kind == MESSAGE or own not in seen:
+                versions[k] = own
+            seen.add(own)
+    last_at = {own: k for k, own in versions.items()}
     live: dict[str, None] = {}  # the live conversation, in the writer's Map order
     parent_of: dict[str, str | None] = {}
     records: list[SourceRecord] = []
@@ -187,15 +198,14 @@ def _thread(
         record_id: str | None = None
         parent: str | None = None
         leaf = False
-        if kind == MESSAGE and own is not None:
-            if own in live:
-                parent = parent_of[own]
-            else:
-                parent = next(reversed(live), None)
+        if kind in (MESSAGE, _CHECKPOINTED) and own is not None:
+            if own not in live:
+                if k in versions:  # a message placed anew (a rewrite keeps its place)
+                    parent_of[own] = next(reversed(live), None)
                 live[own] = None
-                parent_of[own] = parent
-            if last_at[own] != k:
-                continue  # a later line rewrites it: that version is the message
+            parent = parent_of.get(own)
+            if last_at.get(own) != k:
+                continue  # another item is the message; this one only orders it
             # a rewrite of an earlier turn is on the path but never its end
             record_id, leaf = own, next(reversed(live)) == own
         elif kind == REWIND and own is not None:
@@ -218,7 +228,7 @@ def _thread(
                 offset=raw.offset,
                 id=record_id,
                 parent_id=parent,
-                kind=kind,
+                kind=MESSAGE if kind == _CHECKPOINTED else kind,
                 value=value,
                 leaf_candidate=leaf,
             )

@@ -151,27 +151,53 @@ def test_a_rewind_to_an_unknown_id_clears_everything_as_the_writer_does() -> Non
     assert [e.text for e in entries(session)] == ["kept"]
 
 
-def test_a_checkpoint_rebuilds_the_conversation_from_its_messages() -> None:
+def test_a_checkpoint_orders_the_conversation_and_its_copies_are_no_versions() -> None:
     data = jsonl(
         HEADER,
         user("u1", "original prompt"),
         model("m1", "long answer"),
-        {
-            "$set": {
-                "messages": [user("u1", "original prompt"), model("m1", "masked answer")],
-                "lastUpdated": "2026-12-01T10:09:00.000Z",
-            }
-        },  # fmt: skip
+        user("u9", "dropped by the checkpoint"),
+        {"$set": {"messages": [user("u1", "original prompt"), model("m1", "masked answer"),
+                               user("s1", "a summary turn")],
+                  "lastUpdated": "2026-12-01T10:09:00.000Z"}},  # fmt: skip
         user("u2", "after the checkpoint"),
     )
     session = read(data)
+    # A copy of a written message is no new version (the text stays what was written); a
+    # message only the checkpoint holds is a record of its line; what it leaves out is off
+    # the active path
     assert [e.text for e in entries(session)] == [
         "original prompt",
-        "masked answer",
+        "long answer",
+        "a summary turn",
         "after the checkpoint",
     ]
+    assert "dropped by the checkpoint" in [e.text for e in entries(session, "all")]
     line_of = {r.id: r.line for r in session.records if r.id}
-    assert line_of["m1"] == 4 and line_of["u2"] == 5
+    assert line_of["m1"] == 3 and line_of["s1"] == 5 and line_of["u2"] == 6
+
+
+def test_a_resumed_session_keeps_its_tool_calls() -> None:
+    # Gemini CLI 0.61.0 on --resume: a second header, then checkpoints re-serializing the
+    # history without toolCalls and with function responses under the turns' own ids
+    path = REAL.with_name("real-0.61.0-resume.jsonl")
+    session = read(path.read_bytes(), str(path))
+    found = entries(session)
+    assert [(e.role, e.tool, e.outcome) for e in found] == [
+        ("user", None, None),
+        ("assistant", "read_file", None),
+        ("toolResult", "read_file", "succeeded"),
+        ("assistant", "run_shell_command", None),
+        ("toolResult", "run_shell_command", "failed"),
+        ("assistant", None, None),
+        ("user", None, None),
+        ("assistant", None, None),
+    ]
+    assert found[1].files_touched == ("/tmp/gx/work/notes.txt",)
+    # The function-response turns only the checkpoint holds (``<id>_response``) hang beside
+    # the written chain: in "all", giving no entry
+    every = entries(session, "all")
+    assert [e.entry_id for e in every] == [e.entry_id for e in found]
 
 
 def test_tool_statuses_are_outcomes_and_an_unfinished_call_has_none() -> None:
