@@ -120,8 +120,8 @@ def record_types(files: tuple[Path, ...], agent: str) -> dict[str, int]:
     """How many records of each type the writer wrote, by its own typed fields only:
     Pi and omp ``type`` (+ ``message.role``), Claude ``type`` (+ ``attachment.type``), Codex
     ``type`` (+ ``payload.type``, + ``payload.item.type``), Gemini CLI ``type`` or the header /
-    ``$set`` (+ its keys) / ``$rewindTo``, Qwen Code ``type`` (+ ``subtype``). ``ops/conformance --latest`` diffs
-    these."""
+    ``$set`` (+ its keys) / ``$rewindTo``, Qwen Code ``type`` (+ ``subtype``).
+    ``ops/conformance --latest`` diffs these."""
     counts: dict[str, int] = {}
     for path in files:
         for line in path.read_bytes().splitlines():
