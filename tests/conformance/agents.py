@@ -295,10 +295,11 @@ _GEMINI_SETTINGS = {
 }
 
 
-def _settings(folder: Path, auth: str) -> None:
+def _settings(folder: Path, auth: str, **more: object) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     settings = json.loads(json.dumps(_GEMINI_SETTINGS))
     settings["security"]["auth"] = {"selectedType": auth}
+    settings.update(more)
     (folder / "settings.json").write_text(json.dumps(settings))
 
 
@@ -332,12 +333,17 @@ class QwenDriver(Driver):
 
     def prepare(self, home: Home) -> None:
         super().prepare(home)
-        _settings(home.root / ".qwen", "openai")
+        # Managed auto-memory asks the model to extract memories after a turn: a request the
+        # script does not plan
+        _settings(home.root / ".qwen", "openai", memory={"enableManagedAutoMemory": False})
 
     def env(self, home: Home) -> dict[str, str]:
         return {**base_env(home, self.chain.node_bin), "OPENAI_API_KEY": "dummy",
                 "OPENAI_BASE_URL": f"{self.model_url}/v1", "OPENAI_MODEL": "fake-1",
-                "QWEN_CODE_SUPPRESS_YOLO_WARNING": "1"}  # fmt: skip
+                "QWEN_CODE_SUPPRESS_YOLO_WARNING": "1",
+                # else a session's first answer is followed by a request for a title, one the
+                # script does not plan
+                "QWEN_DISABLE_AUTO_TITLE": "1"}  # fmt: skip
 
     def prompt(self, home: Home, text: str, *, resume: bool, options: tuple[str, ...] = ()) -> str:
         argv = [str(self.chain.qwen), *(("--continue",) if resume else ())]
