@@ -29,6 +29,7 @@ from devtools.corpus.manifest import (
 from devtools.corpus.pi import build_pi
 from devtools.corpus.plan import BuiltFile, BuiltSession, SessionPlan, Shared
 from devtools.corpus.project import Project, make_projects
+from devtools.corpus.qwen import build_qwen
 from devtools.corpus.terms import TermPool
 from devtools.corpus.words import Lexicon, Text
 
@@ -40,11 +41,12 @@ _BUILDERS: dict[str, Builder] = {
     "claude": build_claude,
     "codex": build_codex,
     "gemini": build_gemini,
+    "qwen": build_qwen,
 }
 AGENTS = tuple(_BUILDERS)
 # Share of sessions per agent when several are asked for (pi 60%, claude 20%, codex 20% of the
-# three; a Gemini session counts as a Codex one).
-_SHARE = {"pi": 3, "claude": 1, "codex": 1, "gemini": 1}
+# three; a Gemini CLI or Qwen Code session counts as a Codex one).
+_SHARE = {"pi": 3, "claude": 1, "codex": 1, "gemini": 1, "qwen": 1}
 _PROJECTS = 8
 _NEGATIVE_CONTROLS = 8
 _EPOCH_MS = 1_767_225_600_000  # 2026-01-01T00:00:00Z
