@@ -99,7 +99,15 @@ def test_gemini_and_qwen_sessions_answer_every_command(tmp_path: Path) -> None:
             found = _run(config, "query", "recall", word, "--scope", "global", "--json", *scope)
             top = found["hits"][0]
             assert top["sessionId"].startswith(f"{agent}:") and word in top["snippet"], found
-    assert _run(config, "query", "recall", "LEGACYQ7", "--scope", "global", "--json")["hits"]
+        # and its hit expands from the file (its line and offset are the record's own)
+        expanded = _run(config, "query", "call", orjson.dumps(top["follow"]).decode(), "--json")
+        assert any(word in e["text"] for e in expanded["entries"]), expanded
+    legacy_hit = _run(config, "query", "recall", "LEGACYQ7", "--scope", "global", "--json")
+    assert legacy_hit["hits"][0]["sessionId"] == "gemini:legacy-1", legacy_hit
+    expanded = _run(
+        config, "query", "call", orjson.dumps(legacy_hit["hits"][0]["follow"]).decode(), "--json"
+    )
+    assert any("LEGACYQ7" in e["text"] for e in expanded["entries"]), expanded
 
     failed = _run(
         config, "query", "recall", "--scope", "global", "--outcome", "failed", "--kind", "shell",
@@ -110,6 +118,9 @@ def test_gemini_and_qwen_sessions_answer_every_command(tmp_path: Path) -> None:
         ("qwen", "run_shell_command"),
     ], failed
     assert all("ls" in h["snippet"] or "nonexistent" in h["snippet"] for h in failed["hits"])
+    for hit in failed["hits"]:  # a result of a rewritten turn expands too
+        expanded = _run(config, "query", "call", orjson.dumps(hit["follow"]).decode(), "--json")
+        assert any(e.get("outcome") == "failed" for e in expanded["entries"]), expanded
 
     # A rewound turn is off the active path, and still in the file's other branch
     active = _run(config, "query", "recall", RETRACTED, "--scope", "global", "--json")
