@@ -157,9 +157,16 @@ def test_a_checkpoint_orders_the_conversation_and_its_copies_are_no_versions() -
         user("u1", "original prompt"),
         model("m1", "long answer"),
         user("u9", "dropped by the checkpoint"),
-        {"$set": {"messages": [user("u1", "original prompt"), model("m1", "masked answer"),
-                               user("s1", "a summary turn")],
-                  "lastUpdated": "2026-12-01T10:09:00.000Z"}},  # fmt: skip
+        {
+            "$set": {
+                "messages": [
+                    user("u1", "original prompt"),
+                    model("m1", "masked answer"),
+                    user("s1", "a summary turn"),
+                ],
+                "lastUpdated": "2026-12-01T10:09:00.000Z",
+            }
+        },  # fmt: skip
         user("u2", "after the checkpoint"),
     )
     session = read(data)
