@@ -19,13 +19,13 @@ import string
 import tomllib
 import warnings
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 from re import _constants as C  # noqa: N812
 from re import _parser
 from typing import Any
-from collections.abc import Iterator
 
 import re2
 
@@ -271,7 +271,5 @@ def context_texts(sample: RuleSample) -> dict[str, str]:
     return {
         "user": f"please use this {said}{sample.match} and tell me if it works",
         "output": f"$ cat .env\nDEBUG=1\n{said}\n{sample.match}\nPORT=8080\n",
-        "arguments": "Tool: bash("
-        + orjson.dumps({"command": raw_argument(sample)}).decode()
-        + ")",
+        "arguments": "Tool: bash(" + orjson.dumps({"command": raw_argument(sample)}).decode() + ")",
     }

@@ -15,7 +15,6 @@ import io
 import json
 from collections.abc import Iterator
 from contextlib import ExitStack, redirect_stdout
-from pathlib import Path
 from typing import Any
 
 import orjson
@@ -83,8 +82,9 @@ def _claude(samples: list[RuleSample]) -> bytes:
         result = {"type": "tool_result", "tool_use_id": f"t{n}", "content": f"out\n{_said(s)}"}
         lines.append(claude_line("user", f"u{n}", parent, t, f"user says {_said(s)}", session=sid))
         lines.append(
-            claude_line("assistant", f"a{n}", f"u{n}", t + 1, [use], message_id=f"m{n}",
-                        session=sid)  # fmt: skip
+            claude_line(
+                "assistant", f"a{n}", f"u{n}", t + 1, [use], message_id=f"m{n}", session=sid
+            )  # fmt: skip
         )
         lines.append(claude_line("user", f"r{n}", f"a{n}", t + 2, [result], session=sid))
         parent, t = f"r{n}", t + 3
@@ -156,9 +156,7 @@ def _session_rows(kit: Kit) -> list[dict[str, Any]]:
 def test_every_byte_of_the_index_folder_is_credential_free(planted: Kit) -> None:
     samples = _samples()
     blobs = _index_bytes(planted.pi.index)
-    leaked = [
-        s.rule_id for s in samples if any(p.encode() in b for p in _probes(s) for b in blobs)
-    ]
+    leaked = [s.rule_id for s in samples if any(p.encode() in b for p in _probes(s) for b in blobs)]
     assert leaked == []
     # the check can fail: ordinary words of the same entries are there
     assert any(b"user says" in b or b"deploy" in b for b in blobs)
