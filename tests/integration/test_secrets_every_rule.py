@@ -310,3 +310,18 @@ def test_query_serve_and_the_python_client_return_no_credential(planted: Kit) ->
     finally:
         closing.close()
         assert server.stop() == 0
+
+
+def test_pipeline_status_counts_the_redactions_of_every_kind(planted: Kit) -> None:
+    from pipeline.status import collect_status, render_status
+
+    status = collect_status(planted.config)
+    counts = status.as_dict()["redactions"]
+    short = []
+    for s in _samples():
+        _, found = redactor().redact(f"user says {_said(s)}")
+        # said by the user, in the arguments and in the output, in each of the three agents
+        if not found or counts.get(found[0].kind, 0) < 9:
+            short.append((s.rule_id, counts.get(found[0].kind if found else "", 0)))
+    assert short == []
+    assert "redacted" in render_status(status)

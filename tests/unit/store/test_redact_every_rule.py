@@ -11,9 +11,11 @@ from __future__ import annotations
 from functools import cache
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from store.redact import WHOLE, Redactor, redactor, rule_ids, translate
-from tests.rule_samples import context_texts, raw_rules, rule_samples
+from tests.rule_samples import RuleSample, context_texts, raw_rules, rule_samples
 
 RULES = sorted(r["id"] for r in raw_rules() if "regex" in r and r.get("keywords"))
 ALL = rule_ids()
@@ -82,3 +84,19 @@ def test_an_escaped_quote_keeps_spans_on_the_original_text() -> None:
     out, found = redactor().redact(text)
     assert "Zq8vR2mLkP4t" not in out and found
     assert out.startswith('x(\\"<add key=\\"Password\\" value=') and out.endswith('/>\\")')
+
+
+_SAMPLES = st.sampled_from([s for _, s in sorted(rule_samples().items()) if s is not None])
+_NOISE = st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=60)
+
+
+@settings(max_examples=300, deadline=None)
+@given(before=_NOISE, sample=_SAMPLES, where=st.sampled_from(["user", "output", "arguments"]),
+       after=_NOISE)  # fmt: skip
+def test_no_part_of_any_rules_credential_survives_noise_around_it(
+    before: str, sample: RuleSample, where: str, after: str
+) -> None:
+    text = before + "\n" + context_texts(sample)[where] + "\n" + after
+    out, _ = redactor().redact(text)
+    assert not _pieces(sample.secret, out), sample.rule_id
+    assert redactor().redact(out) == (out, ())
