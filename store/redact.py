@@ -53,7 +53,7 @@ __all__ = [
 ]
 
 # Names the rule files' versions: a change re-derives every record (it is in the policy).
-RULESET = "gitleaks-8.30.0-27-gb58d3f10+sessiondex-2"
+RULESET = "gitleaks-8.30.0-27-gb58d3f10+sessiondex-3"
 PLACEHOLDER = re.compile(r"\[REDACTED:([a-z0-9_]+)\]")
 _RULE_FILES = ("gitleaks.toml", "sessiondex.toml")
 # How far before a keyword the match of a rule not anchored at its keyword may start: most
