@@ -9,10 +9,11 @@
   MCP tool ``mcp__<server>__<tool>``. ``files_touched`` from the arguments' typed path keys.
 * ``tool.execution_complete`` → a ``toolResult(<name>)[ [error]]: <body>`` entry, its name
   from the call with the same ``toolCallId`` (``toolRequests`` or ``tool.execution_start``).
-  The outcome is typed: ``success: false`` is ``failed``; a ``terminal`` content block's
-  ``exitCode`` (``result.contents``) other than 0 is ``failed``, 0 ``succeeded``; otherwise
-  ``success: true`` is ``succeeded``. The body (``result.content``, else ``error.message``)
-  only under ``index_tool_output``.
+  The outcome is typed: ``success: false`` is ``failed``; a shell's exit code
+  (``shellExecution.exitCode``, 1.0.102, or a ``terminal`` content block's ``exitCode`` in
+  ``result.contents``) other than 0 is ``failed`` and 0 ``succeeded`` (a shell command that
+  exits non-zero still has ``success: true``); otherwise ``success: true`` is ``succeeded``.
+  The body (``result.content``, else ``error.message``) only under ``index_tool_output``.
 * ``assistant.reasoning`` → a ``reasoning`` entry under ``index_thinking``;
   ``session.compaction_complete`` → ``compaction: <summaryContent>``.
 * Everything else (turn and usage bookkeeping, permissions, hooks, ``system.message`` — the
@@ -139,7 +140,7 @@ def _result(
     name = names.get(call_id, "") if isinstance(call_id, str) else ""
     result = _object(data.get("result"))
     error = _object(data.get("error"))
-    outcome = _outcome(data.get("success"), result)
+    outcome = _outcome(data.get("success"), _object(data.get("shellExecution")), result)
     failed = outcome == "failed"
     body = result.get("content") if isinstance(result.get("content"), str) else None
     if body is None and isinstance(error.get("message"), str):
@@ -160,15 +161,17 @@ def _result(
     )
 
 
-def _outcome(success: object, result: dict[str, Any]) -> str | None:
+def _outcome(success: object, shell: dict[str, Any], result: dict[str, Any]) -> str | None:
     if success is False:
         return "failed"
+    codes = [shell.get("exitCode")]
     contents = result.get("contents")
     for block in contents if isinstance(contents, list) else ():
         if isinstance(block, dict) and block.get("type") == _TERMINAL:
-            code = block.get("exitCode")
-            if isinstance(code, int) and not isinstance(code, bool):
-                return "succeeded" if code == 0 else "failed"
+            codes.append(block.get("exitCode"))
+    for code in codes:
+        if isinstance(code, int) and not isinstance(code, bool):
+            return "succeeded" if code == 0 else "failed"
     return "succeeded" if success is True else None
 
 

@@ -39,9 +39,11 @@ START: Final = "session.start"
 EVENTS_FILE: Final = "events.jsonl"
 _LINES: Final = ".jsonl"
 
-# The ``type`` of every event in session-events.schema.json (@github/copilot 1.0.63).
+# The ``type`` of every event in session-events.schema.json (@github/copilot 1.0.63), and
+# those later writers add (1.0.102: ``session.usage_record``, token accounting).
 KNOWN_EVENTS: Final = frozenset(
     {
+        "session.usage_record",
         "session.start",
         "session.resume",
         "session.remote_steerable_changed",

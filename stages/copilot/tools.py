@@ -18,6 +18,7 @@ TOOLS: Final[dict[str, str]] = {
     "write_bash": "shell",
     "read_bash": "shell",
     "stop_bash": "shell",
+    "list_bash": "shell",
     "view": "read",
     "create": "write",
     "edit": "edit",
@@ -30,6 +31,8 @@ TOOLS: Final[dict[str, str]] = {
     "glob": "search",
     "task": "subagent",
     "read_agent": "subagent",
+    "write_agent": "subagent",
+    "list_agents": "subagent",
     "web_fetch": "web",
     "web_search": "web",
 }

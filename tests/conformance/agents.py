@@ -53,6 +53,7 @@ class Home:
             "claude": self.root / ".claude" / "projects",
             "codex": self.root / ".codex" / "sessions",
             "omp": self.root / ".omp" / "agent" / "sessions",
+            "copilot": self.root / ".copilot" / "session-state",
         }[self.agent]
 
     def session_files(self) -> list[Path]:
@@ -280,9 +281,44 @@ class OmpDriver(Driver):
         path.write_text(json.dumps(config))
 
 
+class CopilotDriver(Driver):
+    """GitHub Copilot CLI: its bring-your-own-model variables point it at the fake model as an
+    OpenAI Chat Completions provider (``COPILOT_PROVIDER_*``), and ``COPILOT_OFFLINE=true``
+    keeps it off GitHub's services, so no GitHub sign-in is needed. ``--allow-all-tools``
+    runs tools without asking (``-p`` mode cannot ask); MCP servers go to
+    ``~/.copilot/mcp-config.json`` through ``copilot mcp add``."""
+
+    agent = "copilot"
+
+    def env(self, home: Home) -> dict[str, str]:
+        return {
+            **base_env(home),
+            "COPILOT_OFFLINE": "true",
+            "COPILOT_AUTO_UPDATE": "false",
+            "COPILOT_PROVIDER_TYPE": "openai",
+            "COPILOT_PROVIDER_BASE_URL": f"{self.model_url}/v1",
+            "COPILOT_PROVIDER_API_KEY": "x",
+            "COPILOT_PROVIDER_MODEL_ID": "fake-1",
+        }
+
+    def prompt(self, home: Home, text: str, *, resume: bool, options: tuple[str, ...] = ()) -> str:
+        argv = [str(self.chain.copilot), "-p", text, "--allow-all-tools"]
+        if resume:
+            argv.append("--continue")
+        return _run([*argv, *options], self.env(home), home.work)
+
+    def mcp_add(self, home: Home, name: str, command: list[str], *options: str) -> None:
+        _run([str(self.chain.copilot), "mcp", "add", *options, name, "--", *command],
+             self.env(home), home.work)  # fmt: skip
+
+    def mcp_list(self, home: Home) -> str:
+        return _run([str(self.chain.copilot), "mcp", "list"], self.env(home), home.work)
+
+
 DRIVERS: dict[str, type[Driver]] = {
     "pi": PiDriver,
     "claude": ClaudeDriver,
     "codex": CodexDriver,
     "omp": OmpDriver,
+    "copilot": CopilotDriver,
 }

@@ -104,6 +104,11 @@ def _shell_steps(agent: str) -> Callable[[Home], list[Step]]:
                 Turn.tool("Bash", command=FAIL_CMD, description="Run the failing command"),
             )
             return [Step(prompt, (*turns, final), options=("--allowedTools", "Bash,Read"))]
+        elif agent == "copilot":
+            turns = (
+                Turn.tool("view", path=_notes(home)),
+                Turn.tool("bash", command=FAIL_CMD, description="Run the failing command"),
+            )
         else:
             turns = (Turn.tool("exec_command", cmd=FAIL_CMD),)
         return [Step(prompt, (*turns, final))]
@@ -119,6 +124,10 @@ def _shell_expected(agent: str) -> Callable[[Home], list[Expected]]:
         if agent == "claude":
             return [Expected("Read", "succeeded", files=(_notes(home),)),
                     Expected("Bash", "failed")]  # fmt: skip
+        if agent == "copilot":
+            # the bash call itself succeeds (success: true); its exit code 3 is the failure
+            return [Expected("view", "succeeded", files=(_notes(home),)),
+                    Expected("bash", "failed")]  # fmt: skip
         return [Expected("exec_command", "failed")]
 
     return expected
@@ -129,12 +138,13 @@ def _shell_expected(agent: str) -> Callable[[Home], list[Expected]]:
 
 def _resume_steps(agent: str) -> Callable[[Home], list[Step]]:
     shell = {"pi": ("bash", "command"), "claude": ("Bash", "command"),
-             "codex": ("exec_command", "cmd"), "omp": ("bash", "command")}[agent]  # fmt: skip
+             "codex": ("exec_command", "cmd"), "omp": ("bash", "command"),
+             "copilot": ("bash", "command")}[agent]  # fmt: skip
     options = ("--allowedTools", "Bash") if agent == "claude" else ()
 
     def steps(home: Home) -> list[Step]:
         args = {shell[1]: "echo RESUMEOUTQ7"}
-        if agent == "claude":
+        if agent in ("claude", "copilot"):
             args["description"] = "Echo a word"
         return [
             Step("First prompt of the session PROMPTFIRSTQ7",
@@ -148,7 +158,8 @@ def _resume_steps(agent: str) -> Callable[[Home], list[Step]]:
 
 
 def _resume_expected(agent: str) -> Callable[[Home], list[Expected]]:
-    name = {"pi": "bash", "claude": "Bash", "codex": "exec_command", "omp": "bash"}[agent]
+    name = {"pi": "bash", "claude": "Bash", "codex": "exec_command", "omp": "bash",
+            "copilot": "bash"}[agent]  # fmt: skip
     return lambda home: [Expected(name, "succeeded")]
 
 
@@ -165,6 +176,9 @@ def _mcp_names(agent: str) -> tuple[str, str]:
 
 def _mcp_steps(agent: str) -> Callable[[Home], list[Step]]:
     ok, err = _mcp_names(agent)
+    if agent == "copilot":
+        # the model sees Copilot's "<server>-<tool>"; its events name server and tool apart
+        ok, err = f"{MCP_SERVER}-lookup", f"{MCP_SERVER}-explode"
 
     def steps(home: Home) -> list[Step]:
         calls = [Turn.tool(ok, word="haystack"), Turn.tool(err, why="on purpose")]
@@ -264,7 +278,7 @@ def _all() -> dict[str, Scenario]:
     # Entry counts: each prompt, each tool call, each tool result and each final answer is one
     # entry; nothing else (system prompts, attachments, bookkeeping lines) is.
     found: list[Scenario] = []
-    for agent in ("pi", "claude", "codex", "omp"):
+    for agent in ("pi", "claude", "codex", "omp", "copilot"):
         shell_entries = 4 if agent == "codex" else 6  # Codex has no read tool: no read call
         mcp_entries = 8 if agent == "claude" else 6  # Claude selects the tools with ToolSearch
         found += [

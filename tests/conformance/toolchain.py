@@ -23,6 +23,7 @@ PI = "@earendil-works/pi-coding-agent"
 CLAUDE = "@anthropic-ai/claude-code"
 CODEX = "@openai/codex"
 OMP = "@oh-my-pi/pi-coding-agent"
+COPILOT = "@github/copilot"
 # Runtimes, not writers: ``ops/conformance --latest`` keeps them at their pins.
 RUNTIMES = frozenset({NODE, BUN})
 
@@ -35,6 +36,9 @@ PINNED: dict[str, str] = {
     CLAUDE: "2.1.332",
     CODEX: "0.171.0",
     OMP: "18.2.3",
+    # 1.0.102: a native binary per platform (an optional dependency); the npm launcher runs on
+    # the system Node. Its BYOK variables reach a local model with no GitHub sign-in.
+    COPILOT: "1.0.102",
 }
 INSTALL_TIMEOUT_S = 900
 
@@ -97,6 +101,7 @@ class Toolchain:
     codex: Path
     bun_bin: Path  # the folder holding ``bun``, put first on omp's PATH
     omp: Path
+    copilot: Path
     versions: dict[str, str]
 
     @staticmethod
@@ -111,10 +116,11 @@ class Toolchain:
             codex=bins[CODEX] / "codex",
             bun_bin=bins[BUN],
             omp=bins[OMP] / "omp",
+            copilot=bins[COPILOT] / "copilot",
             versions=chosen,
         )
         tools = (chain.node_bin / "node", chain.pi, chain.claude, chain.codex)
-        for tool in (*tools, chain.bun_bin / "bun", chain.omp):
+        for tool in (*tools, chain.bun_bin / "bun", chain.omp, chain.copilot):
             if not tool.exists():
                 raise InstallFailed(f"{tool} is missing after npm install")
         return chain
