@@ -2,7 +2,8 @@
 
 * ``user.message`` → a ``user`` entry of ``data.content`` (what the user typed, not the
   ``transformedContent`` sent to the model); a message autopilot injected
-  (``isAutopilotContinuation``) gives none.
+  (``isAutopilotContinuation``) or one with a ``source`` (a skill's, say) gives none, except
+  a sub-agent's prompt (``stages.copilot.source``), a sidechain ``user`` entry.
 * ``assistant.message`` → an ``assistant`` entry of ``content`` when not blank, then one
   ``Tool: <name>(<args ≤400>)`` entry per ``toolRequests`` item, addressed
   ``<event id>/call:<toolCallId>``; an item naming ``mcpServerName`` / ``mcpToolName`` is the
@@ -17,8 +18,8 @@
 * ``assistant.reasoning`` → a ``reasoning`` entry under ``index_thinking``;
   ``session.compaction_complete`` → ``compaction: <summaryContent>``.
 * Everything else (turn and usage bookkeeping, permissions, hooks, ``system.message`` — the
-  system prompt) gives no entry. A sub-agent's events (``parentToolCallId``) are sidechain
-  entries whose ``parent_call_id`` is that call.
+  system prompt) gives no entry. A sub-agent's records give sidechain entries whose
+  ``parent_call_id`` is the ``task`` call that spawned it.
 """
 
 from __future__ import annotations
@@ -47,10 +48,16 @@ def normalize_copilot(
     is small and re-derived whole). Never raises on odd content."""
     records = session.records
     names = _call_names(records)
+    calls = session.extra.get("subagent_calls", {})
     entries: list[NormalizedEntry] = []
     for p in sorted(set(lineage.selected)):
         if 0 <= p < len(records):
-            entries.extend(_entries(records[p], names, policy, session.sidechain))
+            record = records[p]
+            made = _entries(record, names, policy)
+            if record.sidechain:
+                call = calls.get(record.id)
+                made = [replace(e, sidechain=True, parent_call_id=call) for e in made]
+            entries.extend(made)
     return NormalizeResult(entries=tuple(entries))
 
 
@@ -81,15 +88,16 @@ def _call_names(records: tuple[SourceRecord, ...]) -> dict[str, str]:
     return names
 
 
-def _entries(
-    record: SourceRecord, names: dict[str, str], policy: Policy, sidechain: bool
-) -> list[NormalizedEntry]:
+def _entries(record: SourceRecord, names: dict[str, str], policy: Policy) -> list[NormalizedEntry]:
     data = _data(record.value)
     kind = record.kind
     made: list[NormalizedEntry] = []
     if kind == "user.message":
         content = data.get("content")
-        if isinstance(content, str) and data.get("isAutopilotContinuation") is not True:
+        injected = data.get("isAutopilotContinuation") is True or (
+            "source" in data and not record.sidechain
+        )
+        if isinstance(content, str) and not injected:
             made.append(_entry(record, "user", content))
     elif kind == "assistant.message":
         content = data.get("content")
@@ -106,10 +114,6 @@ def _entries(
         summary = data.get("summaryContent")
         if isinstance(summary, str) and not is_blank(summary):
             made.append(_entry(record, "compactionSummary", f"compaction: {summary}"))
-    parent_call = data.get("parentToolCallId")
-    if record.sidechain or sidechain:
-        call = parent_call if isinstance(parent_call, str) else None
-        return [replace(e, sidechain=True, parent_call_id=call) for e in made]
     return made
 
 

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from tests.conformance.agents import MCP_SERVER, Driver, Home
-from tests.conformance.fake_model import Turn
+from tests.conformance.fake_model import Call, Turn
 
 __all__ = [
     "MCP_ERR",
@@ -245,6 +245,22 @@ def _subagent_expected(home: Home) -> list[Expected]:
     return [Expected("Agent", "succeeded"), Expected("Bash", "succeeded", sidechain=True)]
 
 
+def _copilot_subagent_steps(home: Home) -> list[Step]:
+    task = {"description": "Echo a word", "prompt": "Echo the word SUBPROMPTQ7 with bash",
+            "agent_type": "general-purpose", "name": "echoer"}  # fmt: skip
+    turns = (
+        Turn(calls=(Call("task", task),)),  # the parent asks for a sub-agent
+        Turn.tool("bash", command="echo SUBOUTQ7", description="Echo a word"),  # the sub-agent
+        Turn.say("Echoed it SUBFINALQ7"),  # the sub-agent's answer
+        Turn.say("The agent is done FINALSUBAGENTQ7"),  # the parent's final answer
+    )
+    return [Step("Ask an agent to echo a word PROMPTSUBAGENTQ7", turns)]
+
+
+def _copilot_subagent_expected(home: Home) -> list[Expected]:
+    return [Expected("task", "succeeded"), Expected("bash", "succeeded", sidechain=True)]
+
+
 # ---------------------------------------------------------------------------------- codemode
 
 CODEMODE_SCRIPT = (
@@ -293,6 +309,9 @@ def _all() -> dict[str, Scenario]:
         Scenario("claude", "subagent", _subagent_steps, _subagent_expected,
                  finals=("FINALSUBAGENTQ7",), sidechain_words=("SUBOUTQ7",),
                  entries=4, sidechain_entries=4),
+        # Copilot's sub-agent writes into its parent's file: sidechain entries of one session
+        Scenario("copilot", "subagent", _copilot_subagent_steps, _copilot_subagent_expected,
+                 finals=("FINALSUBAGENTQ7",), entries=4, sidechain_entries=4),
         Scenario("codex", "mcp-unapproved", _unapproved_steps, _unapproved_expected,
                  setup=_mcp_direct, finals=("FINALREFUSEDQ7",), entries=4),
         # user, the codemode call, its result, one child per nested call (3), the answer

@@ -15,8 +15,9 @@ from tests.conformance.scenarios import MCP_ERR, MCP_OK, MCP_SERVER, SCENARIOS, 
 pytestmark = pytest.mark.conformance
 
 TOOL_SCENARIOS = [key for key, s in SCENARIOS.items() if not s.sdk]
-AGENTS = ("pi", "claude", "codex", "omp")
-SHELL_TOOL = {"pi": "bash", "claude": "Bash", "codex": "exec_command", "omp": "bash"}
+AGENTS = ("pi", "claude", "codex", "omp", "copilot")
+SHELL_TOOL = {"pi": "bash", "claude": "Bash", "codex": "exec_command", "omp": "bash",
+              "copilot": "bash"}  # fmt: skip
 
 
 def tool_entries(
@@ -26,7 +27,8 @@ def tool_entries(
     return [
         e
         for s, e in indexed.all_entries()
-        if e.get("tool") == tool and (sidechain is None or (s["file"] in side) == sidechain)
+        if e.get("tool") == tool
+        and (sidechain is None or (s["file"] in side or e.get("sidechain") is True) == sidechain)
     ]
 
 
