@@ -3,23 +3,26 @@
 * ``user.message`` → a ``user`` entry of ``data.content`` (what the user typed, not the
   ``transformedContent`` sent to the model); a message autopilot injected
   (``isAutopilotContinuation``) or one with a ``source`` (a skill's, say) gives none, except
-  a sub-agent's prompt (``stages.copilot.source``), a sidechain ``user`` entry.
+  a sub-agent's prompt (``source`` its parent; ``stages.copilot.source``), a sidechain
+  ``user`` entry.
 * ``assistant.message`` → an ``assistant`` entry of ``content`` when not blank, then one
   ``Tool: <name>(<args ≤400>)`` entry per ``toolRequests`` item, addressed
   ``<event id>/call:<toolCallId>``; an item naming ``mcpServerName`` / ``mcpToolName`` is the
   MCP tool ``mcp__<server>__<tool>``. ``files_touched`` from the arguments' typed path keys.
 * ``tool.execution_complete`` → a ``toolResult(<name>)[ [error]]: <body>`` entry, its name
   from the call with the same ``toolCallId`` (``toolRequests`` or ``tool.execution_start``).
-  The outcome is typed: ``success: false`` is ``failed``; a shell's exit code
-  (``shellExecution.exitCode``, 1.0.102, or a ``terminal`` content block's ``exitCode`` in
-  ``result.contents``) other than 0 is ``failed`` and 0 ``succeeded`` (a shell command that
-  exits non-zero still has ``success: true``); otherwise ``success: true`` is ``succeeded``.
+  The outcome is typed: ``success: false`` is ``failed``; a shell's exit code other than 0
+  is ``failed`` and 0 ``succeeded`` (a shell command that exits non-zero still has
+  ``success: true``): ``shellExecution.exitCode`` (1.0.102), a ``terminal`` content block's
+  ``exitCode`` in ``result.contents`` (the schema's), or the bash tool's
+  ``toolTelemetry.metrics.exit_code`` (1.0.63 writes only that); otherwise ``success: true``
+  is ``succeeded``.
   The body (``result.content``, else ``error.message``) only under ``index_tool_output``.
 * ``assistant.reasoning`` → a ``reasoning`` entry under ``index_thinking``;
   ``session.compaction_complete`` → ``compaction: <summaryContent>``.
 * Everything else (turn and usage bookkeeping, permissions, hooks, ``system.message`` — the
-  system prompt) gives no entry. A sub-agent's records give sidechain entries whose
-  ``parent_call_id`` is the ``task`` call that spawned it.
+  system prompt) gives no entry. A sub-agent's records give sidechain entries with its
+  ``agent_id`` and, as ``parent_call_id``, the ``task`` call that spawned it.
 """
 
 from __future__ import annotations
@@ -48,15 +51,17 @@ def normalize_copilot(
     is small and re-derived whole). Never raises on odd content."""
     records = session.records
     names = _call_names(records)
-    calls = session.extra.get("subagent_calls", {})
+    subagents = session.extra.get("subagents", {})
     entries: list[NormalizedEntry] = []
     for p in sorted(set(lineage.selected)):
         if 0 <= p < len(records):
             record = records[p]
             made = _entries(record, names, policy)
             if record.sidechain:
-                call = calls.get(record.id)
-                made = [replace(e, sidechain=True, parent_call_id=call) for e in made]
+                agent_id, call = subagents.get(record.id, (None, None))
+                made = [
+                    replace(e, sidechain=True, agent_id=agent_id, parent_call_id=call) for e in made
+                ]
             entries.extend(made)
     return NormalizeResult(entries=tuple(entries))
 
@@ -144,7 +149,7 @@ def _result(
     name = names.get(call_id, "") if isinstance(call_id, str) else ""
     result = _object(data.get("result"))
     error = _object(data.get("error"))
-    outcome = _outcome(data.get("success"), _object(data.get("shellExecution")), result)
+    outcome = _outcome(data, result)
     failed = outcome == "failed"
     body = result.get("content") if isinstance(result.get("content"), str) else None
     if body is None and isinstance(error.get("message"), str):
@@ -165,15 +170,19 @@ def _result(
     )
 
 
-def _outcome(success: object, shell: dict[str, Any], result: dict[str, Any]) -> str | None:
+def _outcome(data: dict[str, Any], result: dict[str, Any]) -> str | None:
+    success = data.get("success")
     if success is False:
         return "failed"
-    codes = [shell.get("exitCode")]
+    codes = [_object(data.get("shellExecution")).get("exitCode")]
     contents = result.get("contents")
     for block in contents if isinstance(contents, list) else ():
         if isinstance(block, dict) and block.get("type") == _TERMINAL:
             codes.append(block.get("exitCode"))
+    codes.append(_object(_object(data.get("toolTelemetry")).get("metrics")).get("exit_code"))
     for code in codes:
+        if isinstance(code, float) and code.is_integer():
+            code = int(code)
         if isinstance(code, int) and not isinstance(code, bool):
             return "succeeded" if code == 0 else "failed"
     return "succeeded" if success is True else None

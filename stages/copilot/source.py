@@ -18,12 +18,11 @@ native builds write the same events)::
   the schema marks ``ephemeral`` (deltas, usage, progress) are not meant to be kept: a
   ``parentId`` naming an event the file does not hold is linked to the event before it
   (``KNOWN_EVENTS`` names every type; any other is counted as drift).
-* **Sub-agents.** A ``task`` call's sub-agent writes into the parent's own file, between
-  ``subagent.started`` and ``subagent.completed`` / ``subagent.failed`` (``data.toolCallId``
-  the call). Its turns, messages and tool events carry ``data.parentToolCallId``; its prompt,
-  a ``user.message`` whose ``source`` says who sent it (1.0.102), does not: a message with a
-  ``source`` while exactly one sub-agent is running is that sub-agent's. Both are sidechain
-  records; ``extra["subagent_calls"]`` maps each one's id to the spawning call.
+* **Sub-agents.** A ``task`` call's sub-agent writes into the parent's own file. 1.0.102
+  gives each of its events a top-level ``agentId`` (its ``subagent.started`` names the
+  spawning call, ``data.toolCallId``); the schema's older mark is ``data.parentToolCallId``
+  on its turns, messages and tool events. Either makes a sidechain record;
+  ``extra["subagents"]`` maps each one's id to (agent id, spawning call).
 """
 
 from __future__ import annotations
@@ -42,8 +41,7 @@ AGENT: Final = "copilot"
 START: Final = "session.start"
 EVENTS_FILE: Final = "events.jsonl"
 _LINES: Final = ".jsonl"
-_USER: Final = "user.message"
-_SUBAGENT_ENDS: Final = ("subagent.completed", "subagent.failed")
+_STARTED: Final = "subagent.started"
 
 # The ``type`` of every event in session-events.schema.json (@github/copilot 1.0.63), and
 # those later writers add (1.0.102: ``session.usage_record``, token accounting, and
@@ -164,8 +162,8 @@ def read_copilot(
     # each record's nearest main-path record (itself when on the main path): a main event
     # that follows a sub-agent's events hangs below the main event before them
     main_of: dict[str, str | None] = {}
-    running: list[str] = []  # the task calls whose sub-agent is running
-    calls: dict[str, str] = {}  # a sidechain record's id → its sub-agent's task call
+    spawned: dict[str, str] = {}  # a sub-agent's id → the task call that spawned it
+    subagents: dict[str, tuple[str | None, str | None]] = {}
     cwd = _cwd(start)
     for i, raw in enumerate(raws):
         if i == header_at:
@@ -178,14 +176,13 @@ def read_copilot(
             cwd = _str(data.get("cwd"))
         own = _str(value.get("id")) or f"L{raw.line}.{len(records)}"
         parent = _str(value.get("parentId"))
+        agent_id = _str(value.get("agentId"))
         call = _str(data.get("parentToolCallId"))
-        if kind == "subagent.started" and (started := _str(data.get("toolCallId"))):
-            running.append(started)
-        elif kind in _SUBAGENT_ENDS and _str(data.get("toolCallId")) in running:
-            running.remove(str(data.get("toolCallId")))
-        elif call is None and kind == _USER and "source" in data and len(running) == 1:
-            call = running[0]
-        side = call is not None
+        if kind == _STARTED and agent_id is not None and (spawn := _str(data.get("toolCallId"))):
+            spawned[agent_id] = spawn
+        if call is None and agent_id is not None:
+            call = spawned.get(agent_id)
+        side = call is not None or agent_id is not None
         if parent == header_id or (parent is None and not records):
             parent = None
         elif parent is None or parent not in main_of:
@@ -206,8 +203,8 @@ def read_copilot(
             )
         )
         main_of[own] = (main_of.get(parent) if parent is not None else None) if side else own
-        if call is not None:
-            calls[own] = call
+        if side:
+            subagents[own] = (agent_id, call)
 
     version = start.get("version")
     return SourceSession(
@@ -219,18 +216,20 @@ def read_copilot(
         header=header,
         records=tuple(records),
         reasons=tuple(sorted(reasons | drift.reasons())),
-        extra=_extra(start, calls),
+        extra=_extra(start, subagents),
         writer_version=_str(start.get("copilotVersion")) or "",
         unknown=drift.items(),
     )
 
 
-def _extra(start: Mapping[str, Any], calls: dict[str, str]) -> dict[str, Any]:
+def _extra(
+    start: Mapping[str, Any], subagents: dict[str, tuple[str | None, str | None]]
+) -> dict[str, Any]:
     extra: dict[str, Any] = {}
     if producer := _str(start.get("producer")):
         extra["producer"] = producer
-    if calls:
-        extra["subagent_calls"] = calls
+    if subagents:
+        extra["subagents"] = subagents
     return extra
 
 
