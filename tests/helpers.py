@@ -177,6 +177,8 @@ class PiRoot:
             f'claude = "{self.base / "claude"}"',
             f'codex = "{self.base / "codex"}"',
             f'omp = "{self.base / "omp"}"',
+            f'copilot = "{self.base / "copilot"}"',
+            f'aider = "{self.base / "aider"}"',
             "[memory]",
             f'indexDir = "{self.index}"',
         ]
