@@ -10,8 +10,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
+from devtools.corpus.aider import build_aider
 from devtools.corpus.claude import build_claude
 from devtools.corpus.codex import build_codex
+from devtools.corpus.copilot import build_copilot
 from devtools.corpus.fabric import TRACE_DEFECTS
 from devtools.corpus.manifest import (
     MANIFEST_NAME,
@@ -34,10 +36,17 @@ from devtools.corpus.words import Lexicon, Text
 __all__ = ["AGENTS", "generate"]
 
 Builder = Callable[[SessionPlan, Shared], BuiltSession]
-_BUILDERS: dict[str, Builder] = {"pi": build_pi, "claude": build_claude, "codex": build_codex}
+_BUILDERS: dict[str, Builder] = {
+    "pi": build_pi,
+    "claude": build_claude,
+    "codex": build_codex,
+    "copilot": build_copilot,
+    "aider": build_aider,
+}
 AGENTS = tuple(_BUILDERS)
-# Share of sessions per agent when several are asked for (pi 60%, claude 20%, codex 20%).
-_SHARE = {"pi": 3, "claude": 1, "codex": 1}
+# Share of sessions per agent when several are asked for (pi 60%, claude 20%, codex 20% of a
+# corpus of those three; Copilot CLI and Aider as many as Claude Code when asked for).
+_SHARE = {"pi": 3, "claude": 1, "codex": 1, "copilot": 1, "aider": 1}
 _PROJECTS = 8
 _NEGATIVE_CONTROLS = 8
 _EPOCH_MS = 1_767_225_600_000  # 2026-01-01T00:00:00Z
