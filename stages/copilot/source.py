@@ -13,15 +13,17 @@ native builds write the same events)::
   (the event format's). Without one the id is the folder's (or the flat file's) name and the
   session is ``missing_session_header``. A later ``session.context_changed`` with a ``cwd``
   supplies the cwd when the start had none.
-* **Lineage.** Events form a chain by ``parentId``; ``session.snapshot_rewind`` makes later
-  events hang below ``upToEventId`` again, so the active branch drops the rewound ones. Events
-  the schema marks ``ephemeral`` (deltas, usage, progress) are not meant to be kept: a
-  ``parentId`` naming an event the file does not hold is linked to the event before it
-  (``KNOWN_EVENTS`` names every type; any other is counted as drift).
-* **Sub-agents.** A ``task`` call's sub-agent writes into the parent's own file. 1.0.102
-  gives each of its events a top-level ``agentId`` (its ``subagent.started`` names the
-  spawning call, ``data.toolCallId``); the schema's older mark is ``data.parentToolCallId``
-  on its turns, messages and tool events. Either makes a sidechain record;
+* **Lineage.** Events form a chain by ``parentId`` ("the chronologically preceding event").
+  Events the schema marks ``ephemeral`` (deltas, progress, ``session.snapshot_rewind``) are
+  not persisted: a ``parentId`` naming an event the file does not hold is linked to the event
+  before it (``KNOWN_EVENTS`` names every type; any other is counted as drift). A rewind
+  removes the rewound events from the log (the schema: "this event and all after it were
+  removed"), so a file rewritten shorter is read again whole, never as a branch.
+* **Sub-agents.** A ``task`` call's sub-agent writes into the parent's own file. Each of its
+  events has the top-level ``agentId`` the schema declares ("sub-agent instance identifier";
+  1.0.102 writes it), and its ``subagent.started`` names the spawning call
+  (``data.toolCallId``); its turns, messages and tool events also carry
+  ``data.parentToolCallId``. Either makes a sidechain record;
   ``extra["subagents"]`` maps each one's id to (agent id, spawning call).
 """
 
