@@ -12,11 +12,15 @@ from store.sources import SessionFiles
 
 __all__ = ["ADAPTER"]
 
+# Only the events files: a session folder also holds ``files/`` (artifacts the agent wrote,
+# any name), ``checkpoints/`` and ``workspace.yaml``.
+_FILES = SessionFiles(("events.jsonl", "????????-????-????-????-????????????.jsonl"))
+
 ADAPTER = Adapter(
     name=AGENT,
     default_root="~/.copilot/session-state",
     read=read_copilot,
     normalize=normalize_copilot,
     tools=TOOLS,
-    files=SessionFiles(("*.jsonl",)),
+    files=_FILES,
 )

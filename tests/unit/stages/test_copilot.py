@@ -39,7 +39,9 @@ def test_identity_comes_from_session_start() -> None:
     assert session.cwd.endswith("/work")
     assert session.writer_version == "1.0.102"
     assert session.reasons == () and session.unknown == ()
-    assert adapter("copilot").files.matches("events.jsonl")
+    files = adapter("copilot").files
+    assert files.matches("events.jsonl") and files.matches(f"{path.parent.name}.jsonl")
+    assert not files.matches("notes.jsonl")  # an artifact in the session's files/ folder
 
 
 def test_a_failed_shell_call_is_typed_by_its_exit_code() -> None:
