@@ -15,7 +15,8 @@
   is ``failed`` and 0 ``succeeded`` (a shell command that exits non-zero still has
   ``success: true``): ``shellExecution.exitCode`` (1.0.102), a ``terminal`` content block's
   ``exitCode`` in ``result.contents`` (the schema's), or the bash tool's
-  ``toolTelemetry.metrics.exit_code`` (1.0.63 writes only that); otherwise ``success: true``
+  ``toolTelemetry.metrics.exit_code`` (1.0.63 writes only that), read by the one shell rule
+  (``stages.shell_exit``: ``grep`` exiting 1 matched nothing); otherwise ``success: true``
   is ``succeeded``.
   The body (``result.content``, else ``error.message``) only under ``index_tool_output``.
 * ``assistant.reasoning`` → a ``reasoning`` entry under ``index_thinking``;
@@ -36,6 +37,7 @@ from stages.families import mcp_parts, tool_family, tool_identity
 from stages.lineage import Lineage
 from stages.normalized import EntryMemo, NormalizeResult
 from stages.policy import Policy
+from stages.shell_exit import exit_outcome
 from stages.source import SourceRecord, SourceSession
 from store.records import NormalizedEntry
 
@@ -77,23 +79,26 @@ def tool_name(item: dict[str, Any], name_key: str) -> str:
     return clean_text(raw) if isinstance(raw, str) else ""
 
 
-def _call_names(records: tuple[SourceRecord, ...]) -> dict[str, str]:
-    names: dict[str, str] = {}
+def _call_names(records: tuple[SourceRecord, ...]) -> dict[str, tuple[str, object]]:
+    """Each call's (tool name, shell command: its ``arguments.command``, else None)."""
+    names: dict[str, tuple[str, object]] = {}
     for record in records:
         data = _data(record.value)
         if record.kind == "assistant.message":
-            for item in _requests(data):
-                call_id = item.get("toolCallId")
-                if isinstance(call_id, str):
-                    names.setdefault(call_id, tool_name(item, "name"))
+            found = [(i, i.get("toolCallId"), tool_name(i, "name")) for i in _requests(data)]
         elif record.kind in ("tool.execution_start", "tool.user_requested"):
-            call_id = data.get("toolCallId")
-            if isinstance(call_id, str):
-                names.setdefault(call_id, tool_name(data, "toolName"))
+            found = [(data, data.get("toolCallId"), tool_name(data, "toolName"))]
+        else:
+            continue
+        for item, call_id, name in found:
+            if isinstance(call_id, str) and call_id not in names:
+                names[call_id] = (name, _object(item.get("arguments")).get("command"))
     return names
 
 
-def _entries(record: SourceRecord, names: dict[str, str], policy: Policy) -> list[NormalizedEntry]:
+def _entries(
+    record: SourceRecord, names: dict[str, tuple[str, object]], policy: Policy
+) -> list[NormalizedEntry]:
     data = _data(record.value)
     kind = record.kind
     made: list[NormalizedEntry] = []
@@ -143,13 +148,16 @@ def _call(record: SourceRecord, item: dict[str, Any]) -> NormalizedEntry:
 
 
 def _result(
-    record: SourceRecord, data: dict[str, Any], names: dict[str, str], policy: Policy
+    record: SourceRecord,
+    data: dict[str, Any],
+    names: dict[str, tuple[str, object]],
+    policy: Policy,
 ) -> NormalizedEntry:
     call_id = data.get("toolCallId")
-    name = names.get(call_id, "") if isinstance(call_id, str) else ""
+    name, command = names.get(call_id, ("", None)) if isinstance(call_id, str) else ("", None)
     result = _object(data.get("result"))
     error = _object(data.get("error"))
-    outcome = _outcome(data, result)
+    outcome = _outcome(data, result, command)
     failed = outcome == "failed"
     body = result.get("content") if isinstance(result.get("content"), str) else None
     if body is None and isinstance(error.get("message"), str):
@@ -170,7 +178,7 @@ def _result(
     )
 
 
-def _outcome(data: dict[str, Any], result: dict[str, Any]) -> str | None:
+def _outcome(data: dict[str, Any], result: dict[str, Any], command: object) -> str | None:
     success = data.get("success")
     if success is False:
         return "failed"
@@ -184,7 +192,7 @@ def _outcome(data: dict[str, Any], result: dict[str, Any]) -> str | None:
         if isinstance(code, float) and code.is_integer():
             code = int(code)
         if isinstance(code, int) and not isinstance(code, bool):
-            return "succeeded" if code == 0 else "failed"
+            return exit_outcome(command, code)
     return "succeeded" if success is True else None
 
 

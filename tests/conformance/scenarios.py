@@ -104,6 +104,9 @@ def _shell_steps(agent: str) -> Callable[[Home], list[Step]]:
                 Turn.tool("Bash", command=FAIL_CMD, description="Run the failing command"),
             )
             return [Step(prompt, (*turns, final), options=("--allowedTools", "Bash,Read"))]
+        elif agent in ("gemini", "qwen"):
+            turns = (Turn.tool("read_file", file_path=_notes(home)),
+                     Turn.tool("run_shell_command", command=FAIL_CMD))  # fmt: skip
         elif agent == "copilot":
             turns = (
                 Turn.tool("view", path=_notes(home)),
@@ -124,6 +127,9 @@ def _shell_expected(agent: str) -> Callable[[Home], list[Expected]]:
         if agent == "claude":
             return [Expected("Read", "succeeded", files=(_notes(home),)),
                     Expected("Bash", "failed")]  # fmt: skip
+        if agent in ("gemini", "qwen"):
+            return [Expected("read_file", "succeeded", files=(_notes(home),)),
+                    Expected("run_shell_command", "failed")]  # fmt: skip
         if agent == "copilot":
             # the bash call itself succeeds (success: true); its exit code 3 is the failure
             return [Expected("view", "succeeded", files=(_notes(home),)),
@@ -139,6 +145,8 @@ def _shell_expected(agent: str) -> Callable[[Home], list[Expected]]:
 def _resume_steps(agent: str) -> Callable[[Home], list[Step]]:
     shell = {"pi": ("bash", "command"), "claude": ("Bash", "command"),
              "codex": ("exec_command", "cmd"), "omp": ("bash", "command"),
+             "gemini": ("run_shell_command", "command"),
+             "qwen": ("run_shell_command", "command"),
              "copilot": ("bash", "command")}[agent]  # fmt: skip
     options = ("--allowedTools", "Bash") if agent == "claude" else ()
 
@@ -159,6 +167,7 @@ def _resume_steps(agent: str) -> Callable[[Home], list[Step]]:
 
 def _resume_expected(agent: str) -> Callable[[Home], list[Expected]]:
     name = {"pi": "bash", "claude": "Bash", "codex": "exec_command", "omp": "bash",
+            "gemini": "run_shell_command", "qwen": "run_shell_command",
             "copilot": "bash"}[agent]  # fmt: skip
     return lambda home: [Expected(name, "succeeded")]
 
@@ -287,6 +296,33 @@ def _codemode_expected(home: Home) -> list[Expected]:
     ]
 
 
+# ---------------------------------------------------------------------------------- no match
+
+NO_MATCH_CMD = "grep -n NOSUCHWORDQ7 notes.txt"
+
+
+def _no_match_steps(home: Home) -> list[Step]:
+    turns = (Turn.tool("run_shell_command", command=NO_MATCH_CMD),
+             Turn.say("Nothing matched FINALNOMATCHQ7"))  # fmt: skip
+    return [Step("Search the notes for a word PROMPTNOMATCHQ7", turns)]
+
+
+def _no_match_expected(home: Home) -> list[Expected]:
+    # grep exits 1: no line matched, which is an answer, not a failure (stages.shell_exit)
+    return [Expected("run_shell_command", "succeeded")]
+
+
+def _copilot_no_match_steps(home: Home) -> list[Step]:
+    turns = (Turn.tool("bash", command=NO_MATCH_CMD, description="Search the notes"),
+             Turn.say("Nothing matched FINALNOMATCHQ7"))  # fmt: skip
+    return [Step("Search the notes for a word PROMPTNOMATCHQ7", turns)]
+
+
+def _copilot_no_match_expected(home: Home) -> list[Expected]:
+    # Copilot writes the exit code 1 (shellExecution.exitCode): grep found nothing
+    return [Expected("bash", "succeeded")]
+
+
 # --------------------------------------------------------------------------------- the table
 
 
@@ -305,6 +341,15 @@ def _all() -> dict[str, Scenario]:
             Scenario(agent, "mcp", _mcp_steps(agent), _mcp_expected(agent), setup=_mcp_direct,
                      finals=("FINALMCPQ7",), entries=mcp_entries),
         ]  # fmt: skip
+    for agent in ("gemini", "qwen"):
+        found += [
+            Scenario(agent, "shell", _shell_steps(agent), _shell_expected(agent),
+                     finals=("FINALSHELLQ7",), entries=6),
+            Scenario(agent, "resume", _resume_steps(agent), _resume_expected(agent),
+                     finals=("FINALFIRSTQ7", "FINALSECONDQ7"), entries=6),
+            Scenario(agent, "no-match", _no_match_steps, _no_match_expected,
+                     finals=("FINALNOMATCHQ7",), entries=4),
+        ]  # fmt: skip
     found += [
         Scenario("claude", "subagent", _subagent_steps, _subagent_expected,
                  finals=("FINALSUBAGENTQ7",), sidechain_words=("SUBOUTQ7",),
@@ -312,6 +357,8 @@ def _all() -> dict[str, Scenario]:
         # Copilot's sub-agent writes into its parent's file: sidechain entries of one session
         Scenario("copilot", "subagent", _copilot_subagent_steps, _copilot_subagent_expected,
                  finals=("FINALSUBAGENTQ7",), entries=4, sidechain_entries=4),
+        Scenario("copilot", "no-match", _copilot_no_match_steps, _copilot_no_match_expected,
+                 finals=("FINALNOMATCHQ7",), entries=4),
         Scenario("codex", "mcp-unapproved", _unapproved_steps, _unapproved_expected,
                  setup=_mcp_direct, finals=("FINALREFUSEDQ7",), entries=4),
         # user, the codemode call, its result, one child per nested call (3), the answer

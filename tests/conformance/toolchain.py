@@ -24,6 +24,8 @@ PI = "@earendil-works/pi-coding-agent"
 CLAUDE = "@anthropic-ai/claude-code"
 CODEX = "@openai/codex"
 OMP = "@oh-my-pi/pi-coding-agent"
+GEMINI = "@google/gemini-cli"
+QWEN = "@qwen-code/qwen-code"
 COPILOT = "@github/copilot"
 # Runtimes, not writers: ``ops/conformance --latest`` keeps them at their pins.
 RUNTIMES = frozenset({NODE, BUN})
@@ -37,6 +39,9 @@ PINNED: dict[str, str] = {
     CLAUDE: "2.1.332",
     CODEX: "0.171.0",
     OMP: "18.2.3",
+    # Gemini CLI runs on the system Node (>= 20); Qwen Code needs Node >= 22 (NODE above)
+    GEMINI: "0.61.0",
+    QWEN: "0.24.4",
     # 1.0.102: a native binary per platform (an optional dependency); the npm launcher runs on
     # the system Node. Its BYOK variables reach a local model with no GitHub sign-in.
     COPILOT: "1.0.102",
@@ -122,6 +127,8 @@ class Toolchain:
     codex: Path
     bun_bin: Path  # the folder holding ``bun``, put first on omp's PATH
     omp: Path
+    gemini: Path
+    qwen: Path
     copilot: Path
     versions: dict[str, str]
 
@@ -137,11 +144,14 @@ class Toolchain:
             codex=bins[CODEX] / "codex",
             bun_bin=bins[BUN],
             omp=bins[OMP] / "omp",
+            gemini=bins[GEMINI] / "gemini",
+            qwen=bins[QWEN] / "qwen",
             copilot=bins[COPILOT] / "copilot",
             versions=chosen,
         )
         tools = (chain.node_bin / "node", chain.pi, chain.claude, chain.codex)
-        for tool in (*tools, chain.bun_bin / "bun", chain.omp, chain.copilot):
+        extra = (chain.bun_bin / "bun", chain.omp, chain.gemini, chain.qwen, chain.copilot)
+        for tool in (*tools, *extra):
             if not tool.exists():
                 raise InstallFailed(f"{tool} is missing after npm install")
         return chain

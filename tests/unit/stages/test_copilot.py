@@ -134,3 +134,20 @@ def test_ephemeral_parents_link_to_the_event_before() -> None:
     session = read(path, data)
     assert lineage(session, "active").reasons == ()
     assert len(entries(session)) == 6
+
+
+def test_grep_exiting_1_matched_nothing() -> None:
+    path = only("shell")
+    lines = [orjson.loads(x) for x in path.read_bytes().splitlines()]
+    for line in lines:
+        data = line["data"]
+        if line["type"] == "tool.execution_start" and data.get("toolName") == "bash":
+            data["arguments"]["command"] = "grep -n needle notes.txt"
+        for item in data.get("toolRequests", []):
+            if item["name"] == "bash":
+                item["arguments"]["command"] = "grep -n needle notes.txt"
+        if "shellExecution" in data:
+            data["shellExecution"]["exitCode"] = 1
+    session = read(path, b"".join(orjson.dumps(x) + b"\n" for x in lines))
+    (result,) = [e for e in entries(session) if e.role == "toolResult" and e.tool == "bash"]
+    assert result.outcome == "succeeded" and not result.is_error
