@@ -22,7 +22,7 @@ import structlog
 
 from pipeline.discovery import source_specs
 from pipeline.engine import Drop, Skip, Upsert
-from pipeline.lexicon import LexiconKeeper
+from pipeline.lexicon import BucketBuilder, LexiconKeeper
 from pipeline.pool import BackgroundBuilds
 from pipeline.resume import PUBLISH_STAGE, resume_after, usable_manifest
 from pipeline.settings import RunSettings
@@ -310,6 +310,42 @@ class Publisher:
             self.position = self._candidate
             self.on_published(self.position)
         self._checkpoint(now, idle=True)
+
+    def take(self) -> bool:
+        """Apply what the workers handed over, without publishing; True when there was any."""
+        got = False
+        batch = self.inbox.get(0)
+        while batch is not None:
+            self._apply(batch)
+            got = True
+            batch = self.inbox.get(0)
+        if got:
+            workers = range(self.settings.workers)
+            self._candidate = min(self._handed.get(w, self._boot_position) for w in workers)
+        return got
+
+    def finish(
+        self, now: float, build_all: BucketBuilder | None = None, *, first: bool = False
+    ) -> int | None:
+        """Publish what was handed over in one generation with its whole lexicon (the
+        missing buckets built by *build_all*, else here), and checkpoint: how a catch-up
+        ends (*first*: publish even an empty index, so there is one). Returns the generation
+        published, None when nothing changed."""
+        self.take()
+        published = None
+        if self._dirty or (first and not self.writer.current_generation()):
+            cold = [s for s in self.sessions.values() if s.tier != "hot"]
+            known = [*self.lexicon, *self._lexicon_built]
+            self.lexicon = self._lexicons.complete(known, cold, build_all)
+            self._lexicon_todo, self._lexicon_built = [], []
+            self._cold_changed = False
+            self._publish(now)
+            published = self.writer.current_generation()
+        if self._candidate > self.position:
+            self.position = self._candidate
+            self.on_published(self.position)
+        self._checkpoint(now, idle=True)
+        return published
 
     def close(self) -> None:
         """Stop the background lexicon builds (after ``flush``)."""

@@ -11,6 +11,10 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
+import pytest
+
+from pipeline import catchup
+from pipeline.catchup import catch_up
 from pipeline.cli import main
 from pipeline.runner import InlineRunner
 from pipeline.settings import RunSettings
@@ -48,7 +52,9 @@ def _config_at(base: Path, config: Config, name: str) -> tuple[Path, Config]:
     return path, load_config(path, defaults=default_roots())
 
 
-def test_run_once_rebuild_and_always_on_catch_up_write_the_same_index(tmp_path: Path) -> None:
+def test_run_once_rebuild_and_always_on_catch_up_write_the_same_index(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # Given a corpus of the three agents, malformed lines included, hot and cold sessions
     _, config = generated(
         tmp_path, sessions=24, mean_kb=6, seed=5, hot_sessions=5, malformed_lines=True
@@ -56,6 +62,7 @@ def test_run_once_rebuild_and_always_on_catch_up_write_the_same_index(tmp_path: 
     once_path, once = _config_at(tmp_path, config, "once")
     rebuilt_path, rebuilt = _config_at(tmp_path, config, "rebuilt")
     _, live = _config_at(tmp_path, config, "live")
+    _, caught = _config_at(tmp_path, config, "caught")
     # When `run --once` builds one index, `rebuild` another (over an index it built first)
     assert main(["run", "--once", "--quiet", "--config", str(once_path)]) == 0
     assert main(["run", "--once", "--quiet", "--config", str(rebuilt_path)]) == 0
@@ -63,13 +70,17 @@ def test_run_once_rebuild_and_always_on_catch_up_write_the_same_index(tmp_path: 
     # ... and the always-on pipeline catches up from empty with a third
     with InlineRunner(live, RunSettings(workers=1)) as runner:
         runner.run_until_idle()
-    manifests = {c.index_dir: open_snapshot(c.index_dir).manifest for c in (once, rebuilt, live)}
+    # ... and a catch-up through the journal builds a fourth, in worker processes
+    monkeypatch.setattr(catchup, "INLINE_BYTES", 0)
+    assert catch_up(caught, processes=2).failed == 0
+    indexes = (once, rebuilt, live, caught)
+    manifests = {c.index_dir: open_snapshot(c.index_dir).manifest for c in indexes}
     # Then every index names the same sessions, skipped files and lexicon, in the same bytes
     reference = manifests[once.index_dir]
     assert reference.sessions and reference.lexicon
     assert any(s.tier == "hot" for s in reference.sessions)
     assert any(s.tier != "hot" for s in reference.sessions)
-    for c in (rebuilt, live):
+    for c in indexes[1:]:
         assert _portable(manifests[c.index_dir]) == _portable(reference), c.index_dir.name
         assert _records(c.index_dir, manifests[c.index_dir]) == _records(
             once.index_dir, reference
