@@ -25,7 +25,7 @@ from pathlib import Path
 
 import structlog
 
-from pipeline.engine import Drop, Skip
+from pipeline.engine import DELETE, FORGET, Drop, Skip
 from pipeline.pool import WorkerPool
 from pipeline.runner import InlineRunner, Mailbox
 from pipeline.session_job import Job, JobResult
@@ -33,8 +33,9 @@ from pipeline.settings import RunSettings
 from pipeline.workers import WorkerBatch
 from store.config import Config
 from store.errors import DiskFull, SnapshotMissing
+from store.journal import Journal
 from store.reader import open_snapshot
-from store.reasons import DISK_FULL
+from store.reasons import DISK_FULL, MAX_SYNC_SESSIONS, MAX_SYNC_SOURCE_BYTES
 from store.records import SessionState
 
 __all__ = ["RunReport", "catch_up", "tty_progress"]
@@ -143,7 +144,13 @@ def catch_up(
     before = _previous(config.index_dir)
     # One batch for the whole backlog (its whole builds go to the pool together); no
     # backpressure and no publish until the end.
-    settings = replace(RunSettings(), batch_events=1 << 30, max_pending_events=sys.maxsize)
+    memory = config.memory
+    settings = replace(
+        RunSettings(),
+        batch_events=memory.max_sync_sessions,
+        batch_bytes=memory.max_sync_source_bytes,
+        max_pending_events=sys.maxsize,
+    )
     clock = time.monotonic
     with WorkerPool(processes, inline=True) as pool:
         mailbox = _Tally(report)
@@ -162,8 +169,19 @@ def catch_up(
                     pass
                 worker = runner.worker
                 worker.boot()
+                handled = worker.events
                 while worker.loop_once(clock()):
-                    runner.publisher.take()
+                    pending = _pending(runner.journal, worker.position)
+                    if pending:
+                        # over budget: publish what is done, name what is not
+                        batch, handled = worker.events - handled, worker.events
+                        reason = (
+                            MAX_SYNC_SESSIONS
+                            if batch >= memory.max_sync_sessions
+                            else MAX_SYNC_SOURCE_BYTES
+                        )
+                        runner.publisher.publish_pending(clock(), pending, reason)
+                        report.generations.append(runner.writer.current_generation())
                 worker.fold_deltas()
                 generation = runner.publisher.finish(
                     clock(), lambda todo: _segments(pool, config.index_dir, todo), first=True
@@ -175,7 +193,8 @@ def catch_up(
             runner.journal.close()
     after = runner.publisher.sessions
     report.eligible = len(runner.watcher.view)
-    report.indexed = worker.engine.counters.whole + worker.engine.counters.merges - report.failed
+    # built this run: its records are new (a restamp or a session kept as is writes none)
+    report.indexed = sum(1 for p, s in after.items() if _records(before.get(p)) != _records(s))
     report.reused = sum(1 for p, s in after.items() if before.get(p) == s)
     report.removed = sum(1 for p in before if p not in after)
     report.archived = sum(1 for s in after.values() if s.archived)
@@ -185,6 +204,24 @@ def catch_up(
     report.seconds = time.perf_counter() - started
     log.info("index.done", **report.as_dict())
     return report
+
+
+def _pending(journal: Journal, after: int) -> list[tuple[str, str]]:
+    """(path, agent) of the events after *after* (deletes and forgets not: nothing to wait
+    for)."""
+    out: dict[str, tuple[str, str]] = {}
+    while events := journal.read(after, limit=4096):
+        for e in events:
+            if e.kind in (DELETE, FORGET):
+                out.pop(e.path, None)
+            else:
+                out[e.path] = (e.path, e.agent)
+        after = events[-1].position
+    return list(out.values())
+
+
+def _records(state: SessionState | None) -> tuple[str, ...]:
+    return () if state is None else (state.index_record, state.entries_record)
 
 
 def _segments(pool: WorkerPool, index_dir: Path, todo: list[tuple[str, ...]]) -> list[str]:

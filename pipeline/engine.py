@@ -41,7 +41,7 @@ from store.archive import ARCHIVED, KEPT, NOT_KEPT
 from store.deltas import concat_entries, concat_shards
 from store.errors import CorruptRecord, is_disk_full
 from store.files import open_quietly
-from store.reasons import INDEX_ERROR, SOURCE_UNAVAILABLE
+from store.reasons import INDEX_ERROR, SOURCE_UNAVAILABLE, SOURCE_UNREADABLE
 from store.records import SessionState, SkippedFile, SourceEvent
 from store.writer import StoreWriter
 
@@ -56,6 +56,7 @@ __all__ = [
     "EngineSettings",
     "SessionEngine",
     "Skip",
+    "UNREADABLE",
     "Upsert",
     "event_ctime",
     "event_hash",
@@ -66,6 +67,9 @@ log = structlog.get_logger()
 APPEND, REWRITE, DELETE = "append", "rewrite", "delete"
 # `pipeline forget` / `[sources] exclude`: the session leaves the index and the archive
 FORGET = "forget"
+# a folder that cannot be listed (its path is the folder's): named in coverage as skipped,
+# while what the index holds of the sessions in it is kept (``discovery.under``)
+UNREADABLE = "unreadable"
 
 
 @dataclass(frozen=True, slots=True)
@@ -186,6 +190,9 @@ class SessionEngine:
     ) -> Change | None:
         """The change the journal *events* of one session make (None: nothing to publish)."""
         last = events[-1]
+        if last.kind == UNREADABLE:
+            self.forget(path)
+            return Skip(SkippedFile(path, agent, SOURCE_UNREADABLE))
         if last.kind == FORGET:
             self.forget(path)
             if self.keeper is not None:
@@ -226,7 +233,7 @@ class SessionEngine:
         """True when ``apply`` of *events* builds the session whole (what ``prebuild`` may
         do ahead of time): a change to a session with no hot state."""
         last = events[-1]
-        if last.kind in (FORGET, DELETE) or last.path in self._hot:
+        if last.kind in (FORGET, DELETE, UNREADABLE) or last.path in self._hot:
             return False
         return not (state is not None and state.tier == tier and _same_bytes(state, last))
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import bisect
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Final
 
 import structlog
@@ -40,6 +40,10 @@ __all__ = ["PUBLISH_VERSION", "Publisher"]
 log = structlog.get_logger()
 
 PUBLISH_VERSION: Final = 1
+
+
+def _path(skipped: SkippedFile) -> str:
+    return skipped.path
 
 
 class Publisher:
@@ -190,7 +194,9 @@ class Publisher:
         if old.tier != "hot":
             self._cold_changed = True
 
-    def _publish(self, now: float) -> None:
+    def _publish(
+        self, now: float, pending: Sequence[SkippedFile] = (), reasons: tuple[str, ...] = ()
+    ) -> None:
         generation = self.writer.current_generation() + 1
         before = self.writer.bytes_written
         if self._cold_changed or self._lexicon_built:
@@ -211,7 +217,10 @@ class Publisher:
             roots={agent: str(root) for agent, root in self.config.roots.items()},
             hot_sessions=self.config.memory.hot_sessions,
             sessions=tuple(map(self.sessions.__getitem__, self._paths)),
-            skipped=tuple(self.skipped[p] for p in sorted(self.skipped)),
+            skipped=tuple(
+                sorted({**{k.path: k for k in pending}, **self.skipped}.values(), key=_path)
+            ),
+            reasons=reasons,
             lexicon=self.lexicon,
             sources=source_specs(self.config.roots),
         )
@@ -323,6 +332,19 @@ class Publisher:
             workers = range(self.settings.workers)
             self._candidate = min(self._handed.get(w, self._boot_position) for w in workers)
         return got
+
+    def publish_pending(self, now: float, pending: Sequence[tuple[str, str]], reason: str) -> None:
+        """Publish what was handed over while a catch-up still has work: the sessions not
+        indexed yet are named skipped with *reason* (and so is the generation), the lexicon
+        is what is built (a digest no segment covers answers from its own vocabulary)."""
+        self.take()
+        cold = [s for s in self.sessions.values() if s.tier != "hot"]
+        self.lexicon = self._lexicons.plan([*self.lexicon, *self._lexicon_built], cold).segments
+        self._lexicon_todo, self._lexicon_built = [], []
+        self._cold_changed = False
+        waiting = [SkippedFile(p, a, reason) for p, a in pending if p not in self.sessions]
+        self._publish(now, waiting, (reason,))
+        self._dirty = True  # the last generation names them no more
 
     def finish(
         self, now: float, build_all: BucketBuilder | None = None, *, first: bool = False

@@ -31,7 +31,17 @@ import blake3
 import structlog
 
 from pipeline.archiving import archive_of
-from pipeline.engine import DELETE, FORGET, Builder, Change, Drop, SessionEngine, Skip, Upsert
+from pipeline.engine import (
+    DELETE,
+    FORGET,
+    UNREADABLE,
+    Builder,
+    Change,
+    Drop,
+    SessionEngine,
+    Skip,
+    Upsert,
+)
 from pipeline.quarantine import Breadcrumb, Quarantined
 from pipeline.resume import resume_after, usable_manifest
 from pipeline.settings import RunSettings
@@ -50,6 +60,16 @@ __all__ = ["INDEX_VERSION", "Inbox", "IndexWorker", "Outbox", "WorkerBatch", "sh
 log = structlog.get_logger()
 
 INDEX_VERSION: Final = 1
+
+
+def _within(events: list[SourceEvent], budget: int) -> list[SourceEvent]:
+    """The first of *events* whose files hold up to *budget* bytes (one at least)."""
+    used = 0
+    for n, e in enumerate(events):
+        used += e.end
+        if used > budget and n:
+            return events[:n]
+    return events
 
 
 def shard_of(path: str, workers: int) -> int:
@@ -167,7 +187,7 @@ class IndexWorker:
         while events := self.journal.read(after, limit=4096):
             for e in events:
                 named.add(e.path)
-                if e.kind in (DELETE, FORGET):
+                if e.kind in (DELETE, FORGET, UNREADABLE):  # no session (any more)
                     self.mtimes.pop(e.path, None)
                 else:
                     self.mtimes[e.path] = e.mtime_ns
@@ -194,7 +214,10 @@ class IndexWorker:
             if changes:
                 self._send(self.position, changes)
                 return True
-        events = self.journal.read(self.position, limit=self.settings.batch_events)
+        events = _within(
+            self.journal.read(self.position, limit=self.settings.batch_events),
+            self.settings.batch_bytes,
+        )
         if events:
             self._handle(events)
             self._maintain(now, urgent_only=True)
@@ -271,7 +294,7 @@ class IndexWorker:
         path = event.path
         before = self.mtimes.get(path)
         hot = self._tiers.get(path) == HOT
-        if event.kind in (DELETE, FORGET):
+        if event.kind in (DELETE, FORGET, UNREADABLE):
             self.mtimes.pop(path, None)
             self._tiers.pop(path, None)
             return hot
