@@ -136,8 +136,12 @@ def catch_up(
     processes: int | None = None,
     progress: Progress | None = None,
     now_ns: Callable[[], int] = time.time_ns,
+    collect_now: bool = False,
 ) -> RunReport:
-    """Bring the published index up to date with the session files, then stop."""
+    """Bring the published index up to date with the session files, then stop.
+
+    *collect_now*: keep no older generation (nor its records) past this one, at once
+    (`pipeline forget`: forgetting means now)."""
     started = time.perf_counter()
     report = RunReport()
     log.info("index.started", index_dir=str(config.index_dir))
@@ -188,7 +192,10 @@ def catch_up(
                 )
                 pool.close()
                 worker.flush(clock())
-                runner.writer.collect_garbage()
+                if collect_now:
+                    runner.writer.collect_garbage(keep_generations=1, grace_seconds=0)
+                else:
+                    runner.writer.collect_garbage()
         finally:
             runner.journal.close()
     after = runner.publisher.sessions

@@ -38,6 +38,7 @@ from stages.appender import Delta, HotSession, asks_sidecar, commit, extend, hot
 from stages.policy import Policy
 from stages.tier import COLD
 from store.archive import ARCHIVED, KEPT, NOT_KEPT
+from store.config import Config
 from store.deltas import concat_entries, concat_shards
 from store.errors import CorruptRecord, is_disk_full
 from store.files import open_quietly
@@ -60,6 +61,7 @@ __all__ = [
     "Upsert",
     "event_ctime",
     "event_hash",
+    "policy_of",
 ]
 
 log = structlog.get_logger()
@@ -135,6 +137,20 @@ class EngineCounters:
 # Whole builds run elsewhere ahead of time (a catch-up's worker processes): the jobs and
 # their source sizes in, each job's result out (in any order).
 Builder = Callable[[Sequence[Job], Mapping[str, int]], Iterable[JobResult]]
+
+
+def policy_of(config: Config) -> Policy:
+    """The index policy *config* sets: what every record is built under."""
+    m = config.memory
+    return Policy(
+        max_entry_chars=m.max_entry_chars,
+        index_thinking=m.index_thinking,
+        index_tool_output=m.index_tool_output,
+        max_cold_vocabulary_bytes=m.max_cold_vocabulary_bytes,
+        max_cold_cache_bytes=m.max_cold_cache_bytes,
+        redact=config.privacy.redact,
+        redact_disabled=config.privacy.disabled_rules,
+    )
 
 
 def event_hash(event: SourceEvent) -> str | None:

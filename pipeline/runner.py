@@ -16,8 +16,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import replace
 
-from pipeline.engine import Builder
-from pipeline.indexer import policy_of
+from pipeline.engine import Builder, policy_of
 from pipeline.publisher import Publisher
 from pipeline.resume import journal_start
 from pipeline.settings import RunSettings
