@@ -319,6 +319,12 @@ class IndexWorker:
         """Rebuild sessions whose tier moved (the new record is stored before the manifest
         stops naming the old one), but those in *skip*."""
         changes: list[Change] = []
+        moved = [
+            (path, state.agent, tiers[path], state.size)
+            for path, state in sorted(self.states.items())
+            if path not in skip and tiers.get(path, state.tier) != state.tier
+        ]
+        self.engine.prebuild(moved)
         for path, state in sorted(self.states.items()):
             if path in skip:
                 continue
