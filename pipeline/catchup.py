@@ -187,9 +187,11 @@ def catch_up(
                         runner.publisher.publish_pending(clock(), pending, reason)
                         report.generations.append(runner.writer.current_generation())
                 worker.fold_deltas()
-                generation = runner.publisher.finish(
-                    clock(), lambda todo: _segments(pool, config.index_dir, todo), first=True
-                )
+
+                def segments(todo: list[tuple[str, ...]]) -> list[str]:
+                    return _segments(pool, config.index_dir, todo, report)
+
+                generation = runner.publisher.finish(clock(), segments, first=True)
                 pool.close()
                 worker.flush(clock())
                 if collect_now:
@@ -231,9 +233,13 @@ def _records(state: SessionState | None) -> tuple[str, ...]:
     return () if state is None else (state.index_record, state.entries_record)
 
 
-def _segments(pool: WorkerPool, index_dir: Path, todo: list[tuple[str, ...]]) -> list[str]:
+def _segments(
+    pool: WorkerPool, index_dir: Path, todo: list[tuple[str, ...]], report: RunReport
+) -> list[str]:
     # in worker processes when the sessions were built in them (the pool is up already)
-    return [name for name, _ in pool.build_buckets(index_dir, todo)]
+    built = pool.build_buckets(index_dir, todo)
+    report.bytes_written += sum(size for _, size in built)
+    return [name for name, _ in built]
 
 
 def tty_progress(stream: object = sys.stderr) -> Progress | None:
