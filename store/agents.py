@@ -24,6 +24,8 @@ REGISTERED: Final[tuple[str, ...]] = (
     "claude",
     "codex",
     "omp",
+    "gemini",
+    "qwen",
 )
 
 

@@ -53,6 +53,8 @@ class Home:
             "claude": self.root / ".claude" / "projects",
             "codex": self.root / ".codex" / "sessions",
             "omp": self.root / ".omp" / "agent" / "sessions",
+            "gemini": self.root / ".gemini" / "tmp",
+            "qwen": self.root / ".qwen" / "projects",
         }[self.agent]
 
     def session_files(self) -> list[Path]:
@@ -105,6 +107,8 @@ class Driver:
         text = f"Project rules. Always be terse. {home.marker}\n"
         (home.work / "AGENTS.md").write_text(text)
         (home.work / "CLAUDE.md").write_text(text)
+        (home.work / "GEMINI.md").write_text(text)
+        (home.work / "QWEN.md").write_text(text)
         (home.work / "notes.txt").write_text("notes for the conformance read call\n")
 
     def env(self, home: Home) -> dict[str, str]:
@@ -280,9 +284,78 @@ class OmpDriver(Driver):
         path.write_text(json.dumps(config))
 
 
+# Both Gemini-family CLIs read ``settings.json`` from their home folder: the auth type (an API
+# key, so no login is attempted), folder trust off (else ``--yolo`` is overridden in a fresh
+# folder), and no telemetry, usage statistics or update checks (loopback only).
+_GEMINI_SETTINGS = {
+    "security": {"folderTrust": {"enabled": False}},
+    "privacy": {"usageStatisticsEnabled": False},
+    "general": {"disableAutoUpdate": True, "disableUpdateNag": True},
+    "telemetry": {"enabled": False},
+}
+
+
+def _settings(folder: Path, auth: str, **more: object) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    settings = json.loads(json.dumps(_GEMINI_SETTINGS))
+    settings["security"]["auth"] = {"selectedType": auth}
+    settings.update(more)
+    (folder / "settings.json").write_text(json.dumps(settings))
+
+
+class GeminiDriver(Driver):
+    """Gemini CLI: the Gemini API at ``GOOGLE_GEMINI_BASE_URL`` (the fake model's
+    ``streamGenerateContent``) with a dummy ``GEMINI_API_KEY``; ``-p`` runs one prompt,
+    ``--resume latest`` continues the project's newest session in the same file."""
+
+    agent = "gemini"
+
+    def prepare(self, home: Home) -> None:
+        super().prepare(home)
+        _settings(home.root / ".gemini", "gemini-api-key")
+
+    def env(self, home: Home) -> dict[str, str]:
+        return {**base_env(home), "GEMINI_API_KEY": "dummy",
+                "GOOGLE_GEMINI_BASE_URL": self.model_url}  # fmt: skip
+
+    def prompt(self, home: Home, text: str, *, resume: bool, options: tuple[str, ...] = ()) -> str:
+        argv = [str(self.chain.gemini), *(("--resume", "latest") if resume else ())]
+        argv += ["-p", text, "--yolo", "-m", "fake-1", *options]
+        return _run(argv, self.env(home), home.work)
+
+
+class QwenDriver(Driver):
+    """Qwen Code: an OpenAI-compatible provider (``OPENAI_BASE_URL``, the fake model's Chat
+    Completions) on Node 22; ``--continue`` resumes the project's newest session in the same
+    file."""
+
+    agent = "qwen"
+
+    def prepare(self, home: Home) -> None:
+        super().prepare(home)
+        # Managed auto-memory asks the model to extract memories after a turn: a request the
+        # script does not plan
+        _settings(home.root / ".qwen", "openai", memory={"enableManagedAutoMemory": False})
+
+    def env(self, home: Home) -> dict[str, str]:
+        return {**base_env(home, self.chain.node_bin), "OPENAI_API_KEY": "dummy",
+                "OPENAI_BASE_URL": f"{self.model_url}/v1", "OPENAI_MODEL": "fake-1",
+                "QWEN_CODE_SUPPRESS_YOLO_WARNING": "1",
+                # else a session's first answer is followed by a request for a title, one the
+                # script does not plan
+                "QWEN_DISABLE_AUTO_TITLE": "1"}  # fmt: skip
+
+    def prompt(self, home: Home, text: str, *, resume: bool, options: tuple[str, ...] = ()) -> str:
+        argv = [str(self.chain.qwen), *(("--continue",) if resume else ())]
+        argv += ["-p", text, "--yolo", "-m", "fake-1", *options]
+        return _run(argv, self.env(home), home.work)
+
+
 DRIVERS: dict[str, type[Driver]] = {
     "pi": PiDriver,
     "claude": ClaudeDriver,
     "codex": CodexDriver,
     "omp": OmpDriver,
+    "gemini": GeminiDriver,
+    "qwen": QwenDriver,
 }

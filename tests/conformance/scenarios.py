@@ -104,6 +104,9 @@ def _shell_steps(agent: str) -> Callable[[Home], list[Step]]:
                 Turn.tool("Bash", command=FAIL_CMD, description="Run the failing command"),
             )
             return [Step(prompt, (*turns, final), options=("--allowedTools", "Bash,Read"))]
+        elif agent in ("gemini", "qwen"):
+            turns = (Turn.tool("read_file", file_path=_notes(home)),
+                     Turn.tool("run_shell_command", command=FAIL_CMD))  # fmt: skip
         else:
             turns = (Turn.tool("exec_command", cmd=FAIL_CMD),)
         return [Step(prompt, (*turns, final))]
@@ -119,6 +122,9 @@ def _shell_expected(agent: str) -> Callable[[Home], list[Expected]]:
         if agent == "claude":
             return [Expected("Read", "succeeded", files=(_notes(home),)),
                     Expected("Bash", "failed")]  # fmt: skip
+        if agent in ("gemini", "qwen"):
+            return [Expected("read_file", "succeeded", files=(_notes(home),)),
+                    Expected("run_shell_command", "failed")]  # fmt: skip
         return [Expected("exec_command", "failed")]
 
     return expected
@@ -129,7 +135,9 @@ def _shell_expected(agent: str) -> Callable[[Home], list[Expected]]:
 
 def _resume_steps(agent: str) -> Callable[[Home], list[Step]]:
     shell = {"pi": ("bash", "command"), "claude": ("Bash", "command"),
-             "codex": ("exec_command", "cmd"), "omp": ("bash", "command")}[agent]  # fmt: skip
+             "codex": ("exec_command", "cmd"), "omp": ("bash", "command"),
+             "gemini": ("run_shell_command", "command"),
+             "qwen": ("run_shell_command", "command")}[agent]  # fmt: skip
     options = ("--allowedTools", "Bash") if agent == "claude" else ()
 
     def steps(home: Home) -> list[Step]:
@@ -148,7 +156,8 @@ def _resume_steps(agent: str) -> Callable[[Home], list[Step]]:
 
 
 def _resume_expected(agent: str) -> Callable[[Home], list[Expected]]:
-    name = {"pi": "bash", "claude": "Bash", "codex": "exec_command", "omp": "bash"}[agent]
+    name = {"pi": "bash", "claude": "Bash", "codex": "exec_command", "omp": "bash",
+            "gemini": "run_shell_command", "qwen": "run_shell_command"}[agent]  # fmt: skip
     return lambda home: [Expected(name, "succeeded")]
 
 
@@ -257,6 +266,22 @@ def _codemode_expected(home: Home) -> list[Expected]:
     ]
 
 
+# ---------------------------------------------------------------------------------- no match
+
+NO_MATCH_CMD = "grep -n NOSUCHWORDQ7 notes.txt"
+
+
+def _no_match_steps(home: Home) -> list[Step]:
+    turns = (Turn.tool("run_shell_command", command=NO_MATCH_CMD),
+             Turn.say("Nothing matched FINALNOMATCHQ7"))  # fmt: skip
+    return [Step("Search the notes for a word PROMPTNOMATCHQ7", turns)]
+
+
+def _no_match_expected(home: Home) -> list[Expected]:
+    # grep exits 1: no line matched, which is an answer, not a failure (stages.shell_exit)
+    return [Expected("run_shell_command", "succeeded")]
+
+
 # --------------------------------------------------------------------------------- the table
 
 
@@ -274,6 +299,15 @@ def _all() -> dict[str, Scenario]:
                      finals=("FINALFIRSTQ7", "FINALSECONDQ7"), entries=6),
             Scenario(agent, "mcp", _mcp_steps(agent), _mcp_expected(agent), setup=_mcp_direct,
                      finals=("FINALMCPQ7",), entries=mcp_entries),
+        ]  # fmt: skip
+    for agent in ("gemini", "qwen"):
+        found += [
+            Scenario(agent, "shell", _shell_steps(agent), _shell_expected(agent),
+                     finals=("FINALSHELLQ7",), entries=6),
+            Scenario(agent, "resume", _resume_steps(agent), _resume_expected(agent),
+                     finals=("FINALFIRSTQ7", "FINALSECONDQ7"), entries=6),
+            Scenario(agent, "no-match", _no_match_steps, _no_match_expected,
+                     finals=("FINALNOMATCHQ7",), entries=4),
         ]  # fmt: skip
     found += [
         Scenario("claude", "subagent", _subagent_steps, _subagent_expected,

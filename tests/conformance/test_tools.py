@@ -16,7 +16,8 @@ pytestmark = pytest.mark.conformance
 
 TOOL_SCENARIOS = [key for key, s in SCENARIOS.items() if not s.sdk]
 AGENTS = ("pi", "claude", "codex", "omp")
-SHELL_TOOL = {"pi": "bash", "claude": "Bash", "codex": "exec_command", "omp": "bash"}
+SHELL_TOOL = {"pi": "bash", "claude": "Bash", "codex": "exec_command", "omp": "bash",
+              "gemini": "run_shell_command", "qwen": "run_shell_command"}  # fmt: skip
 
 
 def tool_entries(
@@ -163,7 +164,7 @@ def test_files_touched_come_from_typed_arguments(runs: Runs, key: str) -> None:
         )
 
 
-@pytest.mark.parametrize("agent", AGENTS)
+@pytest.mark.parametrize("agent", list(SHELL_TOOL))
 def test_kind_shell_finds_each_agents_shell_tool(runs: Runs, agent: str) -> None:
     indexed = runs.indexed(f"{agent}/shell")
     try:

@@ -23,6 +23,8 @@ PI = "@earendil-works/pi-coding-agent"
 CLAUDE = "@anthropic-ai/claude-code"
 CODEX = "@openai/codex"
 OMP = "@oh-my-pi/pi-coding-agent"
+GEMINI = "@google/gemini-cli"
+QWEN = "@qwen-code/qwen-code"
 # Runtimes, not writers: ``ops/conformance --latest`` keeps them at their pins.
 RUNTIMES = frozenset({NODE, BUN})
 
@@ -35,6 +37,9 @@ PINNED: dict[str, str] = {
     CLAUDE: "2.1.332",
     CODEX: "0.171.0",
     OMP: "18.2.3",
+    # Gemini CLI runs on the system Node (>= 20); Qwen Code needs Node >= 22 (NODE above)
+    GEMINI: "0.61.0",
+    QWEN: "0.24.4",
 }
 INSTALL_TIMEOUT_S = 900
 
@@ -97,6 +102,8 @@ class Toolchain:
     codex: Path
     bun_bin: Path  # the folder holding ``bun``, put first on omp's PATH
     omp: Path
+    gemini: Path
+    qwen: Path
     versions: dict[str, str]
 
     @staticmethod
@@ -111,10 +118,12 @@ class Toolchain:
             codex=bins[CODEX] / "codex",
             bun_bin=bins[BUN],
             omp=bins[OMP] / "omp",
+            gemini=bins[GEMINI] / "gemini",
+            qwen=bins[QWEN] / "qwen",
             versions=chosen,
         )
         tools = (chain.node_bin / "node", chain.pi, chain.claude, chain.codex)
-        for tool in (*tools, chain.bun_bin / "bun", chain.omp):
+        for tool in (*tools, chain.bun_bin / "bun", chain.omp, chain.gemini, chain.qwen):
             if not tool.exists():
                 raise InstallFailed(f"{tool} is missing after npm install")
         return chain
