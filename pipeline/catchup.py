@@ -146,8 +146,8 @@ def catch_up(
     report = RunReport()
     log.info("index.started", index_dir=str(config.index_dir))
     before = _previous(config.index_dir)
-    # One batch for the whole backlog (its whole builds go to the pool together); no
-    # backpressure and no publish until the end.
+    # The backlog in batches within the maxSync budgets (each batch's whole builds go to the
+    # pool together); no backpressure, and no publish but one per batch.
     memory = config.memory
     settings = replace(
         RunSettings(),
@@ -175,10 +175,10 @@ def catch_up(
                 worker.boot()
                 handled = worker.events
                 while worker.loop_once(clock()):
-                    pending = _pending(runner.journal, worker.position)
+                    batch, handled = worker.events - handled, worker.events
+                    pending = _pending(runner.journal, worker.position) if batch else []
                     if pending:
                         # over budget: publish what is done, name what is not
-                        batch, handled = worker.events - handled, worker.events
                         reason = (
                             MAX_SYNC_SESSIONS
                             if batch >= memory.max_sync_sessions

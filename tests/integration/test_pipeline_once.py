@@ -158,6 +158,21 @@ def test_policy_change_rebuilds_everything(pi: PiRoot) -> None:
     assert entries[3].text.startswith("toolResult(read)") and "file body" not in entries[3].text
 
 
+def test_a_new_hot_set_and_new_sessions_publish_one_generation(pi: PiRoot) -> None:
+    # Given an index of two sessions, one of them hot
+    pi.session("a", small_session("sa", "alpha"), mtime_s=1000)
+    pi.session("b", small_session("sb", "beta"), mtime_s=2000)
+    first = catch_up(pi.write_config(hotSessions=1))
+    # When the hot set grows (a retier of the indexed ones) and a session appears meanwhile
+    pi.session("c", small_session("sc", "gamma"), mtime_s=500)
+    report = catch_up(pi.write_config(hotSessions=3))
+    # Then one generation says it all, every session hot, none named pending
+    assert report.generations == [first.generations[-1] + 1]
+    manifest = open_snapshot(pi.index).manifest
+    assert [s.tier for s in manifest.sessions] == ["hot", "hot", "hot"]
+    assert not manifest.skipped and not manifest.reasons
+
+
 def test_cli_run_and_status(pi: PiRoot) -> None:
     pi.write_config()
     pi.session("a", small_session("sa", "alpha"))
