@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from pipeline.indexer import build_index
+from pipeline.catchup import catch_up
 from query.cli import main
 from query.engine import Engine
 from query.server import QueryServer, ServeOptions
@@ -235,7 +235,7 @@ def test_a_new_generation_is_served_as_soon_as_current_moves(kit: Kit, served: S
     with Backend(kit.config, server="require") as b:
         assert b.recall({"query": "zanzibar", "scope": "project"}, cwd=CWD)["total"] == 0
         kit.session("new", [header("new", CWD), user("u", None, "zanzibar", T0)], mtime_s=3000)
-        build_index(kit.config, processes=1)
+        catch_up(kit.config, processes=1)
         got = b.recall({"query": "zanzibar", "scope": "project"}, cwd=CWD)
         assert got["total"] == 1 and b.served_by == "server"
 
