@@ -26,6 +26,8 @@ REGISTERED: Final[tuple[str, ...]] = (
     "omp",
     "gemini",
     "qwen",
+    "copilot",
+    "aider",
 )
 
 
