@@ -290,7 +290,8 @@ def test_query_serve_and_the_python_client_return_no_credential(planted: Kit) ->
     server = Served(planted.pi.config_path)
     closing = ExitStack()
     try:
-        wait_for(lambda: ping(planted.config) is not None or server.proc.poll() is not None)
+        # generous: a loaded machine starts a server slowly
+        wait_for(lambda: ping(planted.config) is not None or server.proc.poll() is not None, 60)
         assert server.proc.poll() is None
         memory = Memory(planted.config, cwd=CWD, server="require")
         closing.callback(memory.close)

@@ -91,6 +91,7 @@ _SAMPLES = st.sampled_from([s for _, s in sorted(rule_samples().items()) if s is
 _NOISE = st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=60)
 
 
+@pytest.mark.slow  # a fuzzer
 @settings(max_examples=300, deadline=None)
 @given(before=_NOISE, sample=_SAMPLES, where=st.sampled_from(["user", "output", "arguments"]),
        after=_NOISE)  # fmt: skip
