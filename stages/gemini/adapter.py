@@ -4,7 +4,10 @@ the legacy one-object ``session-*.json`` of older releases (read whole).
 
 The project folder is a short name the CLI keeps in ``~/.gemini/projects.json`` (older
 releases: a SHA-256 of the project root), neither derivable from the cwd by a naming rule, so
-no ``ProjectFolder`` is declared."""
+no ``ProjectFolder`` is declared. The CLI's devtools activity log
+(``<project>/logs/session-*.jsonl``, written only when its devtools logging is on) matches
+``*.jsonl`` too and reads as a session without header (``missing_session_header``);
+``[sources] exclude`` takes ``**/logs/**``."""
 
 from __future__ import annotations
 

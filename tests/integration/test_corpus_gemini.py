@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from devtools.corpus import CorpusManifest
-from pipeline.indexer import build_index
+from pipeline.catchup import catch_up
 from pipeline.status import collect_status
 from query.engine import Engine
 from store.config import Config
@@ -26,7 +26,7 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[CorpusMan
     manifest, config = generated(
         base, sessions=12, mean_kb=10, seed=7, agents=("pi", "gemini", "qwen"), hot_sessions=50
     )
-    report = build_index(config, processes=1)
+    report = catch_up(config, processes=1)
     assert report.failed == 0
     yield manifest, config
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import orjson
 
-from pipeline.indexer import build_index
+from pipeline.catchup import catch_up
 from query.client import Memory
 from query.engine import Engine
 from query.export import export
@@ -64,9 +64,9 @@ def test_an_archived_session_serves_no_credential_and_the_archive_keeps_them(
     root = ClaudeRoot(tmp_path)
     config = root.write_config()
     path = root.session("s1", _session())
-    build_index(config)
+    catch_up(config)
     path.unlink()
-    build_index(config)
+    catch_up(config)
     hits = entry_hits(config, "zebrafinch")
     assert hits and all(h["archived"] for h in hits)
 
@@ -114,6 +114,6 @@ def test_an_archived_session_serves_no_credential_and_the_archive_keeps_them(
     assert all(_probe(k).encode() in source for k in KINDS)
 
     StoreWriter(config.index_dir).wipe()  # `pipeline rebuild`: from the archive's copy
-    build_index(config)
+    catch_up(config)
     assert entry_hits(config, "zebrafinch")
     assert _leaked(config.index_dir) == []
