@@ -600,8 +600,15 @@
       const prompts = [];
       const tbody = el("tbody");
       const row = (s, sub) => {
-        const cell = el("td", { class: "prompt muted" }, "…");
-        prompts.push([s, cell]);
+        // The listing already read the first prompt of hot and small cold sessions; only the
+        // rows it did not look into cost an expand each.
+        const cell = el("td", { class: "prompt" + (s.firstPrompt ? "" : " muted"), title: s.firstPrompt || null },
+          s.firstPrompt || (s.counts ? "(no prompt)" : "…"));
+        if (!s.firstPrompt && !s.counts) prompts.push([s, cell]);
+        const c = s.counts;
+        if (c) cell.append(el("span", { class: "muted small counts" },
+          ` · ${c.prompts} prompt${c.prompts === 1 ? "" : "s"}, ${c.toolResults} tool result${c.toolResults === 1 ? "" : "s"}`),
+          c.failed ? el("span", { class: "badge bad" }, `${c.failed} failed`) : null);
         const kids = (children.get(s.id) || []).length;
         return el("tr", { "data-session": s.id, class: sub ? "sub" : null, "data-parent": sub ? s.parentSession : null },
           el("td", {}, el("a", { href: sessionLink(s.file, {}) }, (sub ? "↳ " : "") + when(s.mtime))),
