@@ -8,7 +8,9 @@ each test it names must still be defined where it says.
 
 from __future__ import annotations
 
+import argparse
 import ast
+import importlib
 import re
 from pathlib import Path
 
@@ -128,3 +130,17 @@ def test_the_docs_name_only_files_a_clone_has(doc: Path) -> None:
             assert (doc.parent / target).exists(), f"{doc.name} links to {target}"
     named = {m for m in re.findall(r"\.\./shared/[\w./-]*", text)}
     assert named <= {"../shared/fixtures/real", "../shared/fixtures/real/"}, named
+
+
+@pytest.mark.parametrize("command", ["pipeline", "query"])
+@pytest.mark.parametrize("shell", ["bash", "zsh"])
+def test_completion_offers_every_subcommand(
+    command: str, shell: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    module = importlib.import_module(f"{command}.cli")
+    parser = module._parser()
+    [sub] = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    assert module.main(["completion", shell]) == 0
+    script = capsys.readouterr().out
+    missing = [name for name in sub.choices if name not in script]
+    assert len(sub.choices) >= 4 and missing == []
