@@ -42,6 +42,7 @@ import pytest
 
 from devtools.corpus import main as corpus_main
 from store.exits import EXIT_NO_INDEX
+from store.reasons import MAX_ENTRY_CHARS, READ_NOTES
 
 pytestmark = pytest.mark.integration
 
@@ -190,6 +191,17 @@ def test_every_readme_command_succeeds_as_written(home: Path) -> None:
     assert "pi mcp add sessiondex -- query mcp" in calls
     assert (home / ".config/systemd/user/sessiondex-pipeline.service").exists()
     assert (home / ".local/share/bash-completion/completions/query").stat().st_size > 1000
+    # and the answers do not cry wolf: no note (a display cut, how a session was read) is
+    # reported as a gap, on the generated sessions or the real ones
+    done = subprocess.run(
+        ["query", "recall", "the", "--scope", "global", "--json"],
+        env=env_for(home),
+        capture_output=True,
+        timeout=600,
+        check=True,
+    )
+    coverage = orjson.loads(done.stdout)["coverage"]
+    assert not set(coverage["reasons"]) & (READ_NOTES | {MAX_ENTRY_CHARS}), coverage
 
 
 def test_the_readme_walk_example_collects_something(home: Path) -> None:
