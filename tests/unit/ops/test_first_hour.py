@@ -144,3 +144,10 @@ def test_completion_offers_every_subcommand(
     script = capsys.readouterr().out
     missing = [name for name in sub.choices if name not in script]
     assert len(sub.choices) >= 4 and missing == []
+
+
+def test_property_tests_run_without_a_clock() -> None:
+    # tests/conftest.py: hypothesis's 200 ms deadline per example fails on a loaded machine
+    from hypothesis import settings
+
+    assert settings.default.deadline is None
