@@ -12,9 +12,11 @@ import argparse
 import ast
 import importlib
 import re
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import structlog
 
 from pipeline.cli import main as pipeline_main
 from pipeline.indexer import build_index
@@ -42,6 +44,15 @@ from tests.helpers import PiRoot, header, user
 ROOT = Path(__file__).resolve().parents[3]
 CHECKLIST = ROOT / "docs" / "first-hour.md"
 NAMED = re.compile(r"`(tests/[\w/]+\.py)::(\w+)`")
+
+
+@pytest.fixture(autouse=True)
+def _logging_kept() -> Iterator[None]:
+    # `pipeline` main points structlog at the sys.stderr of the moment, here capsys's, closed
+    # after the test: later tests (tests/unit/pipeline) must not log into it
+    saved = structlog.get_config()
+    yield
+    structlog.configure(**saved)
 
 
 def _defined(path: Path) -> set[str]:
