@@ -19,7 +19,7 @@ import pytest
 import structlog
 
 from pipeline.cli import main as pipeline_main
-from pipeline.indexer import build_index
+from pipeline.catchup import catch_up
 from query.cli import main as query_main
 from store.errors import (
     CorruptRecord,
@@ -100,7 +100,7 @@ def test_a_damaged_index_is_a_failure_and_only_a_missing_one_is_no_index() -> No
 def indexed(tmp_path: Path) -> PiRoot:
     pi = PiRoot(tmp_path)
     pi.session("s", [header("s", "/work/p"), user("u", None, "hello there", 1_700_000_000_000)])
-    build_index(pi.write_config())
+    catch_up(pi.write_config())
     return pi
 
 
