@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 import structlog
 
-from pipeline.cli import main as pipeline_main
 from pipeline.catchup import catch_up
+from pipeline.cli import main as pipeline_main
 from query.cli import main as query_main
 from store.errors import (
     CorruptRecord,
