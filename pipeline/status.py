@@ -31,7 +31,7 @@ from store.errors import SnapshotMissing, StoreError, free_bytes
 from store.journal import FileJournal
 from store.layout import IndexLayout
 from store.reader import open_snapshot
-from store.reasons import DISK_FULL, MAX_ENTRY_CHARS
+from store.reasons import DISK_FULL, MAX_ENTRY_CHARS, READ_NOTES
 from store.records import SessionEntries
 
 __all__ = ["Status", "collect_status", "render_status"]
@@ -62,6 +62,8 @@ class Status:
     index_bytes: int = 0
     reasons: list[str] = field(default_factory=list)
     incomplete_sessions: list[dict[str, Any]] = field(default_factory=list)
+    # sessions whose only reasons say how they were read (store.reasons.READ_NOTES): no gap
+    noted_sessions: list[dict[str, Any]] = field(default_factory=list)
     stale_sessions: list[str] = field(default_factory=list)
     new_sessions: list[str] = field(default_factory=list)
     skipped_sessions: list[dict[str, str]] = field(default_factory=list)
@@ -107,6 +109,7 @@ class Status:
             },
             "reasons": self.reasons,
             "incompleteSessions": self.incomplete_sessions,
+            "notedSessions": self.noted_sessions,
             "staleSessions": self.stale_sessions,
             "newSessions": self.new_sessions,
             "skippedSessions": self.skipped_sessions,
@@ -284,6 +287,10 @@ def collect_status(config: Config) -> Status:
         if MAX_ENTRY_CHARS in reasons:
             status.display_cut += 1
             reasons.remove(MAX_ENTRY_CHARS)  # not a gap: a literal recall counts it complete too
+        notes = [r for r in reasons if r in READ_NOTES]
+        reasons = [r for r in reasons if r not in READ_NOTES]  # nor these: recall says notes
+        if notes and not reasons:
+            status.noted_sessions.append({"path": s.path, "reasons": notes})
         if reasons:
             status.incomplete += 1
             status.incomplete_sessions.append(
@@ -474,6 +481,8 @@ def render_status(status: Status) -> str:
         )
     for s in d["incompleteSessions"]:
         lines.append(f"incomplete  {s['path']}: {', '.join(s['reasons'])}")
+    for s in d["notedSessions"]:
+        lines.append(f"read        {s['path']}: {', '.join(s['reasons'])} (no gap)")
     for sk in d["skippedSessions"]:
         lines.append(f"skipped     {sk['path']}: {sk['reason']}")
     for p in d["archive"].get("notKeptSessions", []):

@@ -38,6 +38,7 @@ from store.errors import CorruptRecord, SchemaVersionError
 from store.reasons import (
     MAX_COLD_VOCABULARY_BYTES,
     MAX_ENTRY_CHARS,
+    READ_NOTES,
     SOURCE_UNAVAILABLE,
     STALE_SESSION,
 )
@@ -50,8 +51,9 @@ __all__ = ["CatalogRequest", "catalog", "catalog_for", "parse_catalog"]
 
 _KEYS: Final = frozenset({"scope", "agent", "branches", "cwd"})
 DEFAULT_SCOPE: Final = "project"
-# Reasons that only limit text (display cut, vocabulary size): heads come from typed fields.
-_TEXT_ONLY: Final = frozenset({MAX_ENTRY_CHARS, MAX_COLD_VOCABULARY_BYTES})
+# Reasons that only limit text (display cut, vocabulary size): heads come from typed fields;
+# and how a session was read (``READ_NOTES``), which hides no head either.
+_TEXT_ONLY: Final = frozenset({MAX_ENTRY_CHARS, MAX_COLD_VOCABULARY_BYTES}) | READ_NOTES
 
 # (provider, action, tool, ref, family): one head (the family follows from the tool).
 HeadKey = tuple[str | None, str | None, str | None, str | None, str | None]

@@ -371,7 +371,15 @@ SESSIONS_OUTPUT: Final = _output(
                     "mtime": {"type": "integer"},
                     "entryCount": {"type": "integer"},
                     "firstPrompt": {"type": "string"},
-                    "counts": {"type": "object"},
+                    "counts": {
+                        "type": "object",
+                        "properties": {
+                            "prompts": {"type": "integer"},
+                            "toolResults": {"type": "integer"},
+                            "failed": {"type": "integer"},
+                        },
+                        "required": ["prompts", "toolResults", "failed"],
+                    },
                     "sidechain": {"type": "boolean"},
                     "parentSession": {"type": "string"},
                     "archived": {"type": "boolean"},

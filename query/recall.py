@@ -41,6 +41,7 @@ from store.reasons import (
     MAX_COLD_CACHE_BYTES,
     MAX_COLD_VOCABULARY_BYTES,
     MAX_ENTRY_CHARS,
+    READ_NOTES,
     SOURCE_UNAVAILABLE,
     STALE_SESSION,
 )
@@ -279,13 +280,14 @@ _INCOMPLETE: dict[tuple[str, bool, bool], _Cut] = {}
 
 def _incomplete(
     searched: list[SessionState], branches: str, *, display_haystack: bool, hydrated: bool
-) -> tuple[int, frozenset[str]]:
-    """How many searched sessions the index cut for this query, and why (``view_reasons``)."""
+) -> tuple[int, frozenset[str], frozenset[str]]:
+    """How many searched sessions the index cut for this query, and why (``view_reasons``);
+    then the ``READ_NOTES`` they hold, which cut nothing and count no session."""
     key = (branches, display_haystack, hydrated)
     hit = _INCOMPLETE.get(key)
     # list == compares element by element, identity first: cheap for the very same states
     if hit is not None and hit.searched == searched:
-        return hit.count, hit.reasons
+        return hit.count, hit.reasons - READ_NOTES, hit.reasons & READ_NOTES
 
     def own(s: SessionState) -> set[str]:
         return view_reasons(s, branches, display_haystack=display_haystack, hydrated=hydrated)
@@ -300,7 +302,7 @@ def _incomplete(
         count, held = hit.count, Counter(hit.held)
         for i in changed:
             before, after = own(hit.searched[i]), own(searched[i])
-            count += bool(after) - bool(before)
+            count += bool(after - READ_NOTES) - bool(before - READ_NOTES)
             held.subtract(before)
             held.update(after)
         held = +held  # drop the reasons no session gives any more
@@ -309,12 +311,12 @@ def _incomplete(
         for s in searched:
             found = own(s)
             if found:
-                count += 1
+                count += bool(found - READ_NOTES)
                 held.update(found)
     out = _Cut(list(searched), count, held, frozenset(held))
     if len(searched) >= _CARRY_MIN:
         _INCOMPLETE[key] = out
-    return out.count, out.reasons
+    return out.count, out.reasons - READ_NOTES, out.reasons & READ_NOTES
 
 
 def hydrate(gen: Generation, state: SessionState, branches: str, plan: Plan) -> ShardData:
@@ -478,7 +480,7 @@ def recall(
     if result.unavailable:
         reasons.add(SOURCE_UNAVAILABLE)
         searched = [s for s in searched if s.path not in result.unavailable]
-    incomplete, own = _incomplete(
+    incomplete, own, read_notes = _incomplete(
         searched, req.branches, display_haystack=display_haystack, hydrated=hydrated
     )
     reasons |= own
@@ -495,9 +497,11 @@ def recall(
     if not display_haystack and not hydrated and MAX_ENTRY_CHARS not in reasons:
         # Display text cut to maxEntryChars hides nothing from this search (it covers the
         # complete text); say so apart from the reasons, which are gaps that can hide hits.
-        _, shown = _incomplete(searched, req.branches, display_haystack=True, hydrated=False)
+        _, shown, _ = _incomplete(searched, req.branches, display_haystack=True, hydrated=False)
         if MAX_ENTRY_CHARS in shown:
             coverage["notes"] = [MAX_ENTRY_CHARS]
+    if read_notes:
+        coverage.setdefault("notes", []).extend(sorted(read_notes))
     note_archived(coverage, searched, freshness.archive)
     hints = widen_hints(
         gen,

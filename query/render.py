@@ -17,7 +17,7 @@ from typing import Any, Final
 
 import orjson
 
-from store.reasons import MAX_ENTRY_CHARS
+from store.reasons import MAX_ENTRY_CHARS, READ_NOTES
 from store.tokens import normalize_text, unique_terms
 
 __all__ = ["mark_terms", "printable", "render"]
@@ -128,6 +128,9 @@ def _coverage(coverage: dict[str, Any]) -> str:
         text += (
             "\n  (some entries are shown cut to maxEntryChars; the search read their whole text)"
         )
+    read = [n for n in coverage.get("notes", []) if n in READ_NOTES]
+    if read:
+        text += f"\n  (notes on how some sessions were read, no gap: {', '.join(read)})"
     archived = coverage.get("archived")
     if archived:
         text += (

@@ -26,6 +26,7 @@ __all__ = [
     "RecallPage",
     "ResultError",
     "SessionHit",
+    "SessionCounts",
     "SessionList",
     "SessionRow",
     "TextRange",
@@ -343,6 +344,22 @@ class ExpandPage:
 
 
 @dataclass(frozen=True, slots=True)
+class SessionCounts:
+    """What happened in a session, from typed fields: prompts a person (or a parent agent)
+    typed, tool results, and the failed ones among them."""
+
+    prompts: int
+    tool_results: int
+    failed: int
+
+    @classmethod
+    def maybe(cls, d: Mapping[str, Any] | None) -> SessionCounts | None:
+        if d is None:
+            return None
+        return cls(int(d["prompts"]), int(d["toolResults"]), int(d["failed"]))
+
+
+@dataclass(frozen=True, slots=True)
 class SessionRow:
     id: str
     agent: str
@@ -358,6 +375,10 @@ class SessionRow:
     parent_session: str | None = None
     raw: Mapping[str, Any] = _raw()
     archived: bool = False  # the file is gone: the session is read from the archive
+    # what the session was about and what happened in it; None where the listing did not
+    # read the session's entries (a cold row past the first few, or a large one)
+    first_prompt: str | None = None
+    counts: SessionCounts | None = None
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> SessionRow:
@@ -375,6 +396,8 @@ class SessionRow:
             parent_session=d.get("parentSession"),
             raw=d,
             archived=bool(d.get("archived")),
+            first_prompt=d.get("firstPrompt"),
+            counts=SessionCounts.maybe(d.get("counts")),
         )
 
 

@@ -24,7 +24,7 @@ from query.freshness import Freshness
 from query.generation import Generation, RecordUnavailable
 from query.scope import resolve_scope, widen_hints
 from query.u16 import bounded
-from store.reasons import MAX_ENTRY_CHARS, SOURCE_UNAVAILABLE, STALE_SESSION
+from store.reasons import MAX_ENTRY_CHARS, READ_NOTES, SOURCE_UNAVAILABLE, STALE_SESSION
 from store.records import NormalizedEntry, SessionState
 
 __all__ = ["glance", "sessions"]
@@ -114,6 +114,7 @@ def sessions(
             rows[-1]["counts"] = counts
     out["sessions"] = rows
     reasons = set(resolved.index_reasons)
+    notes: set[str] = set()
     stale = 0
     incomplete = 0
     for state in resolved.sessions:
@@ -125,6 +126,8 @@ def sessions(
             stale += 1
             reasons.add(STALE_SESSION)
         own = set(state.view(req.branches).reasons) - {MAX_ENTRY_CHARS}
+        notes |= own & READ_NOTES
+        own -= READ_NOTES
         if own:
             incomplete += 1
             reasons |= own
@@ -146,5 +149,7 @@ def sessions(
         }
         if hints:
             out["coverage"]["hints"] = hints
+        if notes:
+            out["coverage"]["notes"] = sorted(notes)
         note_archived(out["coverage"], resolved.sessions, freshness.archive)
     return out

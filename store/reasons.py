@@ -41,6 +41,7 @@ __all__ = [
     "NO_ENTRIES",
     "PREFIX_EXPANSION_LIMIT",
     "QUERY",
+    "READ_NOTES",
     "REASONS",
     "RECORD_REASONS",
     "REGEX_MAX_HAYSTACK_BYTES",
@@ -163,3 +164,10 @@ REASONS: Final[dict[str, str]] = {
 RECORD_REASONS: Final = frozenset(
     {MAX_ENTRY_CHARS, MAX_COLD_VOCABULARY_BYTES, MAX_COLD_CACHE_BYTES}
 )
+
+# How a session was read, never a gap in it: a repaired line is indexed whole, a bridged parent
+# keeps the conversation on its path (the lost line itself is ``malformed_line``), and a file
+# with no conversation holds nothing to find (types the adapter does not know add
+# ``unknown_record_type``). Answers and ``pipeline status`` report them as notes, apart from
+# the reasons that can hide an answer (issue 20: coverage that cries wolf is not believed).
+READ_NOTES: Final = frozenset({REPAIRED_LINE, BRIDGED_PARENT, NO_ENTRIES})

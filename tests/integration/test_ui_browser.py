@@ -289,6 +289,10 @@ def test_search_open_branch_and_live_append_in_a_real_browser(live: dict[str, An
             page.goto(live["url"].split("?")[0] + "#/sessions")
             row = page.locator("tr[data-session='pi:cart-1'] td.prompt")
             expect(row).to_contain_text("<script>document.title")
+            # what happened in it, from the listing itself (u3 was appended above)
+            expect(row).to_contain_text("3 prompts, 2 tool results 1 failed")
+            expect(page.locator("table.sessions")).not_to_contain_text("null")
+            expect(row.locator(".badge.bad")).to_contain_text("1 failed")
             expect(page.locator("tr.group").first).to_contain_text(PROJECT)
             # a subagent's file right under the session that spawned it
             parent = page.locator("tr[data-session='claude:c0ffee00-0000-4000-8000-0000000000aa']")

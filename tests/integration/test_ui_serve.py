@@ -38,14 +38,14 @@ def test_serve_http_answers_the_api_through_the_socket_servers_engine(tmp_path: 
         assert server.stdout is not None
         sel = selectors.DefaultSelector()
         sel.register(server.stdout, selectors.EVENT_READ)
-        assert sel.select(timeout=60), "query serve --http printed no URL"
+        assert sel.select(timeout=300), "query serve --http printed no URL"
         url = server.stdout.readline().split()[-1]
         assert url.startswith("http://127.0.0.1:")
         port = int(url.split(":")[2].split("/")[0])
         token = url.split("token=")[1]
 
         def get(path: str, auth: bool = True) -> tuple[int, bytes]:
-            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=300)
             try:
                 headers = {"Authorization": f"Bearer {token}"} if auth else {}
                 conn.request("GET", path, headers=headers)
@@ -64,10 +64,10 @@ def test_serve_http_answers_the_api_through_the_socket_servers_engine(tmp_path: 
         assert json.loads(body) == expected
         # the socket server answers as before, and counted the HTTP request as its own
         with Backend(config, server="require") as remote:
-            wait_for(lambda: remote.ping(), timeout=30, what="the socket server")
+            wait_for(lambda: remote.ping(), timeout=300, what="the socket server")
             ping = remote.ping()
             assert ping is not None and ping["requests"] >= 1
     finally:
         server.send_signal(signal.SIGTERM)
-        server.communicate(timeout=30)
+        server.communicate(timeout=300)
     assert server.returncode == 0

@@ -600,8 +600,15 @@
       const prompts = [];
       const tbody = el("tbody");
       const row = (s, sub) => {
-        const cell = el("td", { class: "prompt muted" }, "…");
-        prompts.push([s, cell]);
+        // The listing already read the first prompt of hot and small cold sessions; only the
+        // rows it did not look into cost an expand each.
+        const c = s.counts;
+        const cell = el("td", { class: "prompt" + (s.firstPrompt ? "" : " muted"), title: s.firstPrompt || null },
+          s.firstPrompt || (c ? "(no prompt)" : "…"),
+          c ? el("span", { class: "muted small counts" },
+            ` · ${c.prompts} prompt${c.prompts === 1 ? "" : "s"}, ${c.toolResults} tool result${c.toolResults === 1 ? "" : "s"}`) : null,
+          c && c.failed ? [" ", el("span", { class: "badge bad" }, `${c.failed} failed`)] : null);
+        if (!s.firstPrompt && !c) prompts.push([s, cell]);
         const kids = (children.get(s.id) || []).length;
         return el("tr", { "data-session": s.id, class: sub ? "sub" : null, "data-parent": sub ? s.parentSession : null },
           el("td", {}, el("a", { href: sessionLink(s.file, {}) }, (sub ? "↳ " : "") + when(s.mtime))),

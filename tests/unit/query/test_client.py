@@ -9,7 +9,15 @@ import pytest
 import query.client as client_module
 from query.client import Memory
 from query.errors import InvalidArgument
-from query.results import Call, EntryHit, ExpandPage, RecallPage, SessionHit, SessionList
+from query.results import (
+    Call,
+    EntryHit,
+    ExpandPage,
+    RecallPage,
+    SessionCounts,
+    SessionHit,
+    SessionList,
+)
 from query.transport import ServerUnavailable
 from store.errors import SnapshotMissing
 from tests.helpers import assistant, header, tool_result, user
@@ -70,6 +78,17 @@ def test_call_accepts_typed_and_raw_tokens(kit: Kit, memory: Memory) -> None:
     listing = memory.call(Call("memory.sessions", {"scope": "project"}))
     assert isinstance(listing, SessionList) and len(listing.sessions) == 3
     assert listing.sessions[0].file.endswith("s2.jsonl")
+
+
+def test_session_rows_say_what_each_session_was(kit: Kit, memory: Memory) -> None:
+    # Given three sessions, one hot and two cold, each a prompt and a failed bash call
+    corpus(kit)
+    # When the client lists them
+    listing = memory.sessions(scope="project")
+    # Then each typed row carries its first prompt and its counts, hot and cold alike
+    assert [r.first_prompt for r in listing.sessions] == [f"needle number {n}" for n in (2, 1, 0)]
+    assert {r.tier for r in listing.sessions} == {"hot", "cold"}
+    assert all(r.counts == SessionCounts(1, 1, 1) for r in listing.sessions)
 
 
 def test_expand_errors_are_answered_and_bad_calls_raise(kit: Kit, memory: Memory) -> None:

@@ -144,3 +144,24 @@ def test_the_snippet_window_lands_on_the_raw_text_when_nfkc_changes_lengths() ->
     text = "ﬁ" * 300 + " the needle here " + "word " * 100
     shown, _ = snippet(text, plan_query("needle", "literal", "any"), 90)
     assert "needle" in shown
+
+
+def test_sessions_text_shows_the_first_prompt_and_counts_without_escapes(
+    kit: Kit, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Given a session whose first prompt carries a pasted terminal escape
+    kit.session(
+        "s",
+        [
+            header("s", CWD),
+            user("u", None, "why does \x1b[?25lthe cursor vanish", T0),
+            bash("b", "u", "pytest", "boom", T0 + 60_000),
+        ],
+    )
+    kit.build()
+    # When a person lists sessions
+    code, out, _ = run(kit, capsys, "sessions", "--text")
+    # Then the row says what the session was and what happened in it, and moves no cursor
+    assert code == 0
+    assert "> why does " in out and "the cursor vanish" in out and "\x1b" not in out
+    assert "(1 prompt, 1 tool result, 0 failed)" in out

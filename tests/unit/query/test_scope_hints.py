@@ -101,3 +101,41 @@ def test_an_empty_session_scope_points_at_the_project(kit: Kit) -> None:
     first = page["coverage"]["hints"][0]
     assert first["args"] == {"scope": "project"} and "2 sessions" in first["message"]
     assert [h["sessionId"] for h in kit.recall(query="needle", **first["args"])["hits"]] == ["pi:o"]
+
+
+def test_how_a_session_was_read_is_a_note_not_a_gap(kit: Kit) -> None:
+    from pipeline.status import collect_status, render_status
+
+    # Given a session with a line repaired whole (a `\*` escape a redaction tool left), one
+    # that never got past its header, and a clean one
+    kit.configure(hotSessions=5)
+    repaired = kit.session("r", [header("r", CWD), user("u", None, "needle one", T0)])
+    with repaired.open("ab") as f:
+        f.write(
+            b'{"type":"message","id":"v","parentId":"u","timestamp":"2023-11-14T22:13:21Z",'
+            b'"message":{"role":"user","content":"needle \\* two"}}\n'
+        )
+    kit.session("h", [header("h", CWD)])
+    kit.session("c", [header("c", CWD), user("u", None, "needle three", T0)])
+    kit.build()
+    # When recall, sessions and status look at them
+    page = kit.recall(query="needle", scope="global")
+    coverage = page["coverage"]
+    # Then nothing is out of reach, and each answer says how the sessions were read apart
+    assert coverage["complete"] and coverage["reasons"] == []
+    assert coverage["incompleteSessions"] == 0
+    assert coverage["notes"] == ["no_entries", "repaired_line"]
+    assert page["total"] == 3  # the repaired line is searched like any other
+    assert "coverage complete" in render("memory.recall", page)
+    assert "no gap: no_entries, repaired_line" in render("memory.recall", page)
+    assert "coverage" not in kit.sessions(scope="global")
+    status = collect_status(kit.config)
+    assert status.incomplete == 0 and len(status.noted_sessions) == 2
+    assert "read        " in render_status(status)
+    # while a line lost for good is still a gap
+    with repaired.open("ab") as f:
+        f.write(b'{"type": "message", "id": \n')
+    kit.build()
+    coverage = kit.recall(query="needle", scope="global")["coverage"]
+    assert not coverage["complete"] and "malformed_line" in coverage["reasons"]
+    assert coverage["incompleteSessions"] == 1 == collect_status(kit.config).incomplete
