@@ -30,7 +30,7 @@ from pipeline.discovery import Candidate, discover, source_specs, under
 from pipeline.keepout import KeepOut
 from pipeline.lexicon import LexiconKeeper, bucket_count, bucket_of
 from pipeline.pool import WorkerPool
-from pipeline.session_job import Job
+from pipeline.session_job import Job, waits_to_settle
 from stages.policy import Policy
 from stages.tier import COLD, HOT, assign_tiers
 from store.archive import ARCHIVED, KEPT, key_name
@@ -222,6 +222,7 @@ def build_index(
                 and state.tier == tiers[c.path]
                 and state.stamp == c.stamp
                 and not state.index_deltas  # `pipeline run` left deltas: fold them
+                and not waits_to_settle(state)  # its last line can be read now
             ):
                 current[c.path] = state
                 continue

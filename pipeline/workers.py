@@ -34,6 +34,7 @@ from pipeline.archiving import archive_of
 from pipeline.engine import DELETE, FORGET, Change, Drop, SessionEngine, Skip, Upsert
 from pipeline.quarantine import Breadcrumb, Quarantined
 from pipeline.resume import resume_after, usable_manifest
+from pipeline.session_job import waits_to_settle
 from pipeline.settings import RunSettings
 from stages.policy import Policy
 from stages.tier import COLD, HOT, assign_tiers
@@ -42,7 +43,7 @@ from store.checkpoints import Checkpoint, CheckpointStore
 from store.config import Config
 from store.journal import Journal
 from store.layout import IndexLayout
-from store.reasons import INDEX_ERROR
+from store.reasons import INDEX_ERROR, PARTIAL_LINE
 from store.records import SessionState, SkippedFile, SourceEvent
 
 __all__ = ["INDEX_VERSION", "Inbox", "IndexWorker", "Outbox", "WorkerBatch", "shard_of"]
@@ -119,6 +120,8 @@ class IndexWorker:
         self.states: dict[str, SessionState] = {}
         # the paths of states with deltas: what merges look at (not every session, per loop)
         self._deltas: set[str] = set()
+        # the paths of states whose last line waited for its newline (``partial_line``)
+        self._waiting: set[str] = set()
         self.skipped: dict[str, SkippedFile] = {}
         self.mtimes: dict[str, int] = {}
         self.events = 0
@@ -146,6 +149,7 @@ class IndexWorker:
                     self.states[s.path] = s
                     if s.index_deltas:
                         self._deltas.add(s.path)
+                    self._note_waiting(s)
             self.skipped = {k.path: k for k in manifest.skipped if self.owns(k.path)}
         self.position = resume_after(self.config.index_dir, self.journal)
         self._checkpointed = self.position
@@ -287,7 +291,27 @@ class IndexWorker:
             self._send(self.position, [change, *self._extra()])
             log.info("session.merged", path=path, deltas=len(state.index_deltas))
             return True
+        if urgent_only:
+            return False
+        for path in sorted(self._waiting):
+            state = self.states[path]
+            if not waits_to_settle(state):
+                continue
+            # its file went quiet with a last line still waiting: a whole build reads it
+            self._working_on(path)
+            change = self.engine.whole(path, state.agent, self._tiers.get(path, state.tier))
+            self._done_with()
+            self._record(change)
+            self._send(self.position, [change, *self._extra()])
+            log.info("session.settled", path=path)
+            return True
         return False
+
+    def _note_waiting(self, state: SessionState) -> None:
+        if any(PARTIAL_LINE in v.reasons for v in state.views):
+            self._waiting.add(state.path)
+        else:
+            self._waiting.discard(state.path)
 
     def _extra(self) -> list[Change]:
         """Changes the engine made to other sessions on the way (retired old versions)."""
@@ -333,14 +357,17 @@ class IndexWorker:
                 self._deltas.add(change.state.path)
             else:
                 self._deltas.discard(change.state.path)
+            self._note_waiting(change.state)
         elif isinstance(change, Skip):
             self.states.pop(change.skipped.path, None)
             self.skipped[change.skipped.path] = change.skipped
             self._deltas.discard(change.skipped.path)
+            self._waiting.discard(change.skipped.path)
         else:
             self.states.pop(change.path, None)
             self.skipped.pop(change.path, None)
             self._deltas.discard(change.path)
+            self._waiting.discard(change.path)
 
     def _send(self, position: int, changes: Iterable[Change]) -> None:
         self.outbox.put(WorkerBatch(self.worker_id, position, tuple(changes)))

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import replace
 from typing import Any
 
 import orjson
@@ -52,13 +53,35 @@ _ESCAPE = re.compile(
 )
 
 
-def parse(data: bytes, *, base_offset: int = 0, first_line: int = 1) -> ParseResult:
+def parse(
+    data: bytes, *, base_offset: int = 0, first_line: int = 1, settled: bool = False
+) -> ParseResult:
     """Parse the complete lines of ``data``.
 
     ``base_offset`` is the absolute file offset of ``data[0]`` and ``first_line`` the line number
     its first line has, so an append parsed on its own gets the offsets and line numbers a parse
     of the whole file would give.
+
+    With *settled* (the caller saw no write for a while: no writer is mid-line), bytes after
+    the last newline are read as one more line: a JSON object there is a record like any
+    other (``tail_taken``), anything else is ``unterminated``, never silently dropped. Without
+    it they are withheld and counted in ``withheld``.
     """
+    if settled and data and not data.endswith(b"\n"):
+        tail_at = data.rfind(b"\n") + 1
+        whole = parse(data + b"\n", base_offset=base_offset, first_line=first_line)
+        if whole.consumed <= tail_at:  # an unfinished pretty-printed object holds it back
+            return replace(whole, consumed=whole.consumed, unterminated=True)
+        tail_line = whole.next_line - 1
+        taken = any(r.line == tail_line for r in whole.records)
+        bad = tail_line in whole.malformed_lines
+        return replace(
+            whole,
+            consumed=len(data),
+            malformed_lines=tuple(n for n in whole.malformed_lines if n != tail_line),
+            tail_taken=taken,
+            unterminated=bad,
+        )
     consumed = data.rfind(b"\n") + 1
     records: list[RawRecord] = []
     malformed: list[int] = []
@@ -118,6 +141,7 @@ def parse(data: bytes, *, base_offset: int = 0, first_line: int = 1) -> ParseRes
         next_line=line_no,
         malformed_lines=tuple(malformed),
         repaired_lines=tuple(repaired),
+        withheld=bool(data[consumed:].strip(_JSON_SPACE + b"\n")),
     )
 
 

@@ -102,7 +102,12 @@ def rederive(
     malformed = rd.malformed + list(parsed.malformed_lines)
     repaired = rd.repaired + list(parsed.repaired_lines)
     whole = ParseResult(
-        tuple(raws), parsed.consumed, parsed.next_line, tuple(malformed), tuple(repaired)
+        tuple(raws),
+        parsed.consumed,
+        parsed.next_line,
+        tuple(malformed),
+        tuple(repaired),
+        withheld=parsed.withheld,
     )
     session = adapter(state.agent).read(whole, state.path, rd.meta)
     if (session.session_id, session.cwd, session.parent_session, session.sidechain) != (
