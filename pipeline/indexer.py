@@ -25,6 +25,7 @@ from typing import Any
 
 import structlog
 
+from pipeline import scrub
 from pipeline.archiving import ArchiveSettings, archive_of, begins_with, keeper, usable
 from pipeline.discovery import Candidate, discover, source_specs, under
 from pipeline.keepout import KeepOut
@@ -77,6 +78,9 @@ class RunReport:
 
     eligible: int = 0
     reused: int = 0
+    # unchanged sessions built again all the same: deltas to fold, a last line settled, or
+    # records the scrub found damaged
+    rebuilt: int = 0
     indexed: int = 0
     failed: int = 0
     removed: int = 0
@@ -92,6 +96,7 @@ class RunReport:
         return {
             "eligible": self.eligible,
             "reused": self.reused,
+            "rebuilt": self.rebuilt,
             "indexed": self.indexed,
             "failed": self.failed,
             "removed": self.removed,
@@ -223,9 +228,12 @@ def build_index(
                 and state.stamp == c.stamp
                 and not state.index_deltas  # `pipeline run` left deltas: fold them
                 and not waits_to_settle(state)  # its last line can be read now
+                and not (scrub.due(c.path) and scrub.repair(writer.layout, state))
             ):
                 current[c.path] = state
                 continue
+            if state is not None and state.stamp == c.stamp and state.tier == tiers[c.path]:
+                report.rebuilt += 1
             jobs.append(Job(c.path, c.agent, tiers[c.path], policy, str(config.index_dir), archive))
         unreadable = [p for p, _, r in problems if r == SOURCE_UNREADABLE]
         for path, state in prior.items():

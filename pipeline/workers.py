@@ -30,6 +30,7 @@ from typing import Final, Protocol
 import blake3
 import structlog
 
+from pipeline import scrub
 from pipeline.archiving import archive_of
 from pipeline.engine import DELETE, FORGET, Change, Drop, SessionEngine, Skip, Upsert
 from pipeline.quarantine import Breadcrumb, Quarantined
@@ -51,6 +52,8 @@ __all__ = ["INDEX_VERSION", "Inbox", "IndexWorker", "Outbox", "WorkerBatch", "sh
 log = structlog.get_logger()
 
 INDEX_VERSION: Final = 1
+# How often an idle worker checks the records of one more of its sessions (pipeline.scrub).
+SCRUB_EVERY_S: Final = 1.0
 
 
 def shard_of(path: str, workers: int) -> int:
@@ -122,6 +125,10 @@ class IndexWorker:
         self._deltas: set[str] = set()
         # the paths of states whose last line waited for its newline (``partial_line``)
         self._waiting: set[str] = set()
+        # the scrub's round: the paths left to check, and when it checks the next one
+        self._unscrubbed: list[str] = []
+        self._scrub_at = 0.0
+        self._layout = IndexLayout(config.index_dir)
         self.skipped: dict[str, SkippedFile] = {}
         self.mtimes: dict[str, int] = {}
         self.events = 0
@@ -304,6 +311,30 @@ class IndexWorker:
             self._record(change)
             self._send(self.position, [change, *self._extra()])
             log.info("session.settled", path=path)
+            return True
+        return self._scrub(now)
+
+    def _scrub(self, now: float) -> bool:
+        """Check one session's records (``pipeline.scrub``), every ``SCRUB_EVERY_S`` when
+        idle, in turn; one found damaged is built again. True when it was."""
+        if now < self._scrub_at:
+            return False
+        self._scrub_at = now + SCRUB_EVERY_S
+        if not self._unscrubbed:
+            self._unscrubbed = sorted(self.states, reverse=True)
+        while self._unscrubbed:
+            state = self.states.get(self._unscrubbed.pop())
+            if state is None:
+                continue
+            if not scrub.repair(self._layout, state):
+                return False
+            self._working_on(state.path)
+            tier = self._tiers.get(state.path, state.tier)
+            change = self.engine.whole(state.path, state.agent, tier)
+            self._done_with()
+            self._record(change)
+            self._send(self.position, [change, *self._extra()])
+            log.info("session.scrubbed", path=state.path)
             return True
         return False
 
