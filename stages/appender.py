@@ -440,6 +440,7 @@ def _read_tail(tail: Tail, parsed: ParseResult, state: SessionState) -> SourceSe
         malformed_lines=parsed.malformed_lines,
         repaired_lines=parsed.repaired_lines,
         withheld=parsed.withheld,
+        oversized_lines=parsed.oversized_lines,
     )
     found = adapter(state.agent)
     session = found.read(with_header, state.path)

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from store.reasons import MALFORMED_LINE, REPAIRED_LINE, UNTERMINATED_LINE
+from store.reasons import MALFORMED_LINE, OVERSIZED_LINE, REPAIRED_LINE, UNTERMINATED_LINE
 
 __all__ = ["ParseResult", "RawRecord", "SourceRecord", "SourceSession", "parse_reasons"]
 
@@ -49,6 +49,8 @@ class ParseResult:
     # something other than whitespace was withheld after ``consumed`` (a line still being
     # written, or an object still open): ``partial_line`` until it completes or settles
     withheld: bool = False
+    # lines skipped for their size (``stages.parse.MAX_LINE_BYTES`` / ``MAX_LINE_OBJECTS``)
+    oversized_lines: tuple[int, ...] = ()
     # read as settled (``stages.parse``): the unterminated last line was a record, or was not
     tail_taken: bool = False
     unterminated: bool = False
@@ -114,4 +116,6 @@ def parse_reasons(parsed: ParseResult) -> set[str]:
         reasons.add(REPAIRED_LINE)
     if parsed.unterminated:
         reasons.add(UNTERMINATED_LINE)
+    if parsed.oversized_lines:
+        reasons.add(OVERSIZED_LINE)
     return reasons

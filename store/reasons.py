@@ -39,6 +39,7 @@ __all__ = [
     "MAX_SYNC_SOURCE_BYTES",
     "MISSING_SESSION_HEADER",
     "NO_ENTRIES",
+    "OVERSIZED_LINE",
     "PARTIAL_LINE",
     "PREFIX_EXPANSION_LIMIT",
     "QUERY",
@@ -66,6 +67,8 @@ REPAIRED_LINE: Final = "repaired_line"
 PARTIAL_LINE: Final = "partial_line"
 # The last line of a file untouched for a while has no newline and holds no JSON object.
 UNTERMINATED_LINE: Final = "unterminated_line"
+# A line too long to read, or holding too many concatenated objects (a hostile file).
+OVERSIZED_LINE: Final = "oversized_line"
 BRIDGED_PARENT: Final = "bridged_parent"
 DANGLING_PARENT: Final = "dangling_parent"
 INVALID_PARENT_GRAPH: Final = "invalid_parent_graph"
@@ -121,6 +124,7 @@ REASONS: Final[dict[str, str]] = {
             REPAIRED_LINE,
             PARTIAL_LINE,
             UNTERMINATED_LINE,
+            OVERSIZED_LINE,
             BRIDGED_PARENT,
             DANGLING_PARENT,
             INVALID_PARENT_GRAPH,
