@@ -25,7 +25,7 @@ records are kept.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -44,6 +44,8 @@ from stages.rederive import Rederive, carry_cut, parsed_state, rederive
 from stages.source import ParseResult, RawRecord, SourceRecord, SourceSession
 from stages.tier import HOT
 from store.reasons import (
+    BRIDGED_PARENT,
+    DANGLING_PARENT,
     DUPLICATE_ENTRY_ID,
     DUPLICATE_OPERATION_ADDRESS,
     MAX_ENTRY_CHARS,
@@ -468,6 +470,8 @@ def _chain(
         added[r.id] = r
         if r.leaf_candidate:
             leaf_id = r.id
+    if _brings_missing_parent(tail, added):
+        return None
     if leaf_id == tail.leaf_id:
         return leaf_id, [], []
     assert leaf_id is not None
@@ -487,6 +491,20 @@ def _chain(
         current = added[parent]
     walked.reverse()
     return leaf_id, walked, [added[i].position for i in walked]
+
+
+def _brings_missing_parent(tail: Tail, added: Mapping[str, SourceRecord]) -> bool:
+    """Whether a new node is the parent a node of the active path named but the file did not
+    hold yet (a child written before its parent): the path was bridged or cut there, and a
+    whole lineage pass now walks through the parent instead (issue 22, item 5)."""
+    if BRIDGED_PARENT not in tail.lineage_reasons and DANGLING_PARENT not in tail.lineage_reasons:
+        return False
+    parents = tail.parents
+    nodes = tail.nodes
+    return any(
+        (parent := parents.get(node)) is not None and parent not in nodes and parent in added
+        for node in tail.path_ids
+    )
 
 
 def _normalize_tail(

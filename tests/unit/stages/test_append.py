@@ -222,6 +222,29 @@ def test_a_half_written_line_waits_for_its_newline(grower: Grower) -> None:
     grower.check(data, hot, deltas)
 
 
+def test_the_parent_of_a_bridged_child_arriving_later_is_declined(grower: Grower) -> None:
+    """Issue 22, item 5: a child written before its parent was bridged by the whole build;
+    when the parent came (with a child of the bridged node) the tail path appended to the
+    bridged path, so the live session had 5 active entries and `bridged_parent` where a
+    rebuild walks through the parent and has 7."""
+    lines_ = [
+        header("grow", "/work"),
+        user("a", None, "hello", T0),
+        assistant("b", "a", "reply", T0 + 1),
+        assistant("d", "c", "child before its parent", T0 + 3),
+        user("c", "b", "the parent", T0 + 2),
+        user("f", "e", "another child first", T0 + 6),
+        user("e", "d", "its parent", T0 + 5),
+        user("g", "f", "after", T0 + 7),
+    ]
+    data = b"".join(orjson.dumps(v) + b"\n" for v in lines_)
+    ends = [i + 1 for i, b in enumerate(data) if b == 0x0A]
+    hot, deltas, _ = grower.grow(data, [ends[2], ends[3], ends[4], ends[5]])  # e and g together
+    grower.check(data, hot, deltas)
+    assert hot.state.view("active").entry_count == 7
+    assert "bridged_parent" not in hot.state.view("active").reasons
+
+
 def test_a_branch_switch_is_declined(grower: Grower) -> None:
     ops = linear(6) + [("branch", 1, 2)]
     data = lines(ops)
