@@ -125,3 +125,17 @@ def test_pipeline_run_reads_a_waiting_line_once_the_file_settles(root: PiRoot) -
         assert recall(root, "numbatsettles")["coverage"]["complete"] is True
     finally:
         assert live.stop() == 0
+
+
+@pytest.mark.skipif(
+    os.environ.get("SESSIONDEX_ATTACKS") != "full", reason="SESSIONDEX_ATTACKS=full: ~1 min"
+)
+def test_a_50_mb_unterminated_tail_is_a_record(root: PiRoot) -> None:
+    text = "numbatbig " + "lorem ipsum dolor sit amet " * (50_000_000 // 27)
+    unterminated(root, "big", orjson.dumps(user("u2", "u1", text, T0 + 1)), mtime_s=DAY_AGO)
+    started = time.perf_counter()
+    build_index(root.write_config())
+    print(f"\nunterminated tail of 50 MB: run --once {time.perf_counter() - started:.1f} s")
+    found = recall(root, "numbatbig")
+    assert found["total"] == 1
+    assert found["coverage"]["complete"] is True
