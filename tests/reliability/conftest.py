@@ -1,8 +1,9 @@
 """The attack suite of issue 22 ("never silently wrong, never stuck"), and what its cases
 share: a tiny indexed Pi root.
 
-Every case here is marked ``reliability`` (``pytest -m reliability``) and runs in the
-default test run (``ops/test``, ``.ci/run``) in a bounded form; ``SESSIONDEX_ATTACKS=full``
+Every case here is marked ``reliability`` (``pytest -m reliability``; like all of this
+folder also ``slow``) and runs in the slow step of ``ops/test`` (``.ci/run``) in a bounded
+form; ``SESSIONDEX_ATTACKS=full``
 runs the fuller budgets (the differential fuzz's 6,000 steps and 150 waves, three 1 GiB
 sparse files). Each item of the issue and the case that holds it (failed before its fix):
 
@@ -57,6 +58,7 @@ def root(tmp_path: Path) -> PiRoot:
     return indexed_root(tmp_path, "plain words numbatterm here")
 
 
+@pytest.hookimpl(tryfirst=True)  # before -m deselects by marker
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     here = Path(__file__).parent
     for item in items:
