@@ -115,8 +115,8 @@ def test_pipeline_run_reads_a_waiting_line_once_the_file_settles(root: PiRoot) -
     try:
         live.wait_ready(root.index, timeout=60)
         wait_for(lambda: total(root, "plain") == 1, timeout=60, what="the first index")
-        assert recall(root, "numbatsettles")["total"] == 0
         # nothing more is written: the worker reads the line once the file has been quiet
+        # (at once when the first build came after that, as it can on a loaded machine)
         wait_for(
             lambda: recall(root, "numbatsettles")["total"] == 1,
             timeout=SETTLED_NS / 1e9 + 90,
