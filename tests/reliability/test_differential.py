@@ -30,8 +30,8 @@ import orjson
 import pytest
 
 from devtools.corpus import generate
+from pipeline.catchup import catch_up as build_index
 from pipeline.engine import APPEND, EngineSettings, SessionEngine, Upsert
-from pipeline.indexer import build_index
 from pipeline.session_job import Job, build_session
 from stages.policy import Policy
 from store.codec import decode
