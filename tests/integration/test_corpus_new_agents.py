@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from pipeline.indexer import build_index
+from pipeline.catchup import catch_up as build_index
 from query.transport import Backend
 from tests.helpers import generated
 
