@@ -173,6 +173,7 @@ def catch_up(
                     pass
                 worker = runner.worker
                 worker.boot()
+                worker.scrub_turn()  # damaged records of unchanged sessions (pipeline.scrub)
                 handled = worker.events
                 while worker.loop_once(clock()):
                     batch, handled = worker.events - handled, worker.events

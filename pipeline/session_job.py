@@ -11,12 +11,13 @@ a writer appending meanwhile makes the session look stale next time, never silen
 from __future__ import annotations
 
 import os
+import time
 import traceback
 from collections.abc import Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import structlog
 
@@ -28,6 +29,7 @@ from pipeline.archiving import (
     read_chain,
 )
 from pipeline.discovery import Stamp, stamp_of, subagent_meta
+from stages.appender import waiting
 from stages.built import Built
 from stages.digest import (
     SessionFold,
@@ -47,7 +49,7 @@ from store.archive import ARCHIVED, NOT_KEPT, Chain, retired_key, source_of
 from store.archive_writer import ArchiveWriter
 from store.errors import is_disk_full
 from store.files import open_quietly
-from store.reasons import DISK_FULL, INDEX_ERROR, SOURCE_UNAVAILABLE
+from store.reasons import DISK_FULL, INDEX_ERROR, PARTIAL_LINE, SOURCE_UNAVAILABLE
 from store.records import SessionState
 from store.writer import StoreWriter
 
@@ -62,7 +64,20 @@ __all__ = [
 
 log = structlog.get_logger()
 
-# A job's reason when the index's disk was full: no fault of the session's, never published.
+# A file untouched this long has no writer mid-line: its last line is read even without its
+# newline (a record, or ``unterminated_line``), never left waiting in silence.
+SETTLED_NS: Final = 10 * 1_000_000_000
+
+
+def settled(mtime_ns: int, now_ns: int | None = None) -> bool:
+    """Whether a file last modified at *mtime_ns* has been quiet for ``SETTLED_NS``."""
+    return (time.time_ns() if now_ns is None else now_ns) - mtime_ns >= SETTLED_NS
+
+
+def waits_to_settle(state: SessionState, now_ns: int | None = None) -> bool:
+    """A session built while its last line waited (``partial_line``) whose file has been
+    quiet since: only a new build reads that line."""
+    return any(PARTIAL_LINE in v.reasons for v in state.views) and settled(state.mtime_ns, now_ns)
 
 
 @dataclass(frozen=True, slots=True)
@@ -185,10 +200,12 @@ def read_chain_of(job: Job) -> tuple[Chain, bytes] | None:
     return read_chain(writer, job.path) if writer is not None else None
 
 
-def _views(job: Job, data: bytes, meta: dict[str, Any] | None) -> tuple[Any, Any, list[ViewInput]]:
-    """parse → adapter → lineage ×2 → normalize ×1-2 over *data*."""
+def _views(
+    job: Job, data: bytes, meta: dict[str, Any] | None, *, quiet: bool = False
+) -> tuple[Any, Any, list[ViewInput]]:
+    """parse → adapter → lineage ×2 → normalize ×1-2 over *data* (*quiet*: ``settled``)."""
     # The stages read a retired version as the file it came from (its suffix says its format).
-    session, parsed = read_parsed(data, source_of(job.path), job.agent, meta)
+    session, parsed = read_parsed(data, source_of(job.path), job.agent, meta, settled=quiet)
     active, every = lineage(session, "active"), lineage(session, "all")
     normalized = normalize(session, active, job.policy)
     # Normalizing reads the lineage only through the records it selects: without branches
@@ -212,7 +229,9 @@ def build_session(
         chain = None
     source_hash, prefix_hash = hashes(data, chain.length if chain is not None else 0)
     meta = origin.meta if origin is not None else subagent_meta(job.path, job.agent)
-    session, parsed, views = _views(job, data, meta)
+    # an archived copy has no writer any more
+    quiet = origin is not None or settled(stamp[3])
+    session, parsed, views = _views(job, data, meta, quiet=quiet)
     reasons = session.reasons
     if origin is not None and origin.truncated:
         reasons = (*reasons, NOT_KEPT)  # the source held more than the archive could keep
@@ -276,7 +295,7 @@ def build_session(
         archive=kept,
     )
     return Built(
-        state,
+        waiting(state, parsed.withheld),
         session,
         tuple(views),
         record,
@@ -285,6 +304,7 @@ def build_session(
         meta,
         retired,
         dropped,
+        tail_taken=parsed.tail_taken,
     )
 
 

@@ -30,6 +30,7 @@ from typing import Final, Protocol
 import blake3
 import structlog
 
+from pipeline import scrub
 from pipeline.archiving import archive_of
 from pipeline.engine import (
     DELETE,
@@ -44,6 +45,7 @@ from pipeline.engine import (
 )
 from pipeline.quarantine import Breadcrumb, Quarantined
 from pipeline.resume import resume_after, usable_manifest
+from pipeline.session_job import waits_to_settle
 from pipeline.settings import RunSettings
 from stages.policy import Policy
 from stages.tier import COLD, HOT, assign_tiers
@@ -52,7 +54,7 @@ from store.checkpoints import Checkpoint, CheckpointStore
 from store.config import Config
 from store.journal import Journal
 from store.layout import IndexLayout
-from store.reasons import INDEX_ERROR
+from store.reasons import INDEX_ERROR, PARTIAL_LINE
 from store.records import SessionState, SkippedFile, SourceEvent
 
 __all__ = ["INDEX_VERSION", "Inbox", "IndexWorker", "Outbox", "WorkerBatch", "shard_of"]
@@ -60,6 +62,8 @@ __all__ = ["INDEX_VERSION", "Inbox", "IndexWorker", "Outbox", "WorkerBatch", "sh
 log = structlog.get_logger()
 
 INDEX_VERSION: Final = 1
+# How often an idle worker checks the records of one more of its sessions (pipeline.scrub).
+SCRUB_EVERY_S: Final = 1.0
 
 
 def _within(events: list[SourceEvent], budget: int) -> list[SourceEvent]:
@@ -142,6 +146,12 @@ class IndexWorker:
         self.states: dict[str, SessionState] = {}
         # the paths of states with deltas: what merges look at (not every session, per loop)
         self._deltas: set[str] = set()
+        # the paths of states whose last line waited for its newline (``partial_line``)
+        self._waiting: set[str] = set()
+        # the scrub's round: the paths left to check, and when it checks the next one
+        self._unscrubbed: list[str] = []
+        self._scrub_at = 0.0
+        self._layout = IndexLayout(config.index_dir)
         self.skipped: dict[str, SkippedFile] = {}
         self.mtimes: dict[str, int] = {}
         self.events = 0
@@ -170,6 +180,7 @@ class IndexWorker:
                     self.states[s.path] = s
                     if s.index_deltas:
                         self._deltas.add(s.path)
+                    self._note_waiting(s)
             self.skipped = {k.path: k for k in manifest.skipped if self.owns(k.path)}
         self.position = resume_after(self.config.index_dir, self.journal)
         self._checkpointed = self.position
@@ -352,7 +363,65 @@ class IndexWorker:
             self._send(self.position, [change, *self._extra()])
             log.info("session.merged", path=path, deltas=len(state.index_deltas))
             return True
+        if urgent_only:
+            return False
+        for path in sorted(self._waiting):
+            state = self.states[path]
+            if not waits_to_settle(state):
+                continue
+            # its file went quiet with a last line still waiting: a whole build reads it
+            self._working_on(path)
+            change = self.engine.whole(path, state.agent, self._tiers.get(path, state.tier))
+            self._done_with()
+            self._record(change)
+            self._send(self.position, [change, *self._extra()])
+            log.info("session.settled", path=path)
+            return True
+        return self._scrub(now)
+
+    def _scrub(self, now: float) -> bool:
+        """Check one session's records (``pipeline.scrub``), every ``SCRUB_EVERY_S`` when
+        idle, in turn; one found damaged is built again. True when it was."""
+        if now < self._scrub_at:
+            return False
+        self._scrub_at = now + SCRUB_EVERY_S
+        if not self._unscrubbed:
+            self._unscrubbed = sorted(self.states, reverse=True)
+        while self._unscrubbed:
+            state = self.states.get(self._unscrubbed.pop())
+            if state is None:
+                continue
+            if not scrub.repair(self._layout, state):
+                return False
+            self._working_on(state.path)
+            tier = self._tiers.get(state.path, state.tier)
+            change = self.engine.whole(state.path, state.agent, tier)
+            self._done_with()
+            self._record(change)
+            self._send(self.position, [change, *self._extra()])
+            log.info("session.scrubbed", path=state.path)
+            return True
         return False
+
+    def _note_waiting(self, state: SessionState) -> None:
+        if any(PARTIAL_LINE in v.reasons for v in state.views):
+            self._waiting.add(state.path)
+        else:
+            self._waiting.discard(state.path)
+
+    def scrub_turn(self) -> None:
+        """Check the records of the sessions whose turn it is (``pipeline.scrub.due``: all of
+        them within ``SLICES`` turns of catch-up runs) and build the damaged ones again."""
+        for path in sorted(self.states):
+            state = self.states[path]
+            if not scrub.due(path) or not scrub.repair(self._layout, state):
+                continue
+            self._working_on(path)
+            change = self.engine.whole(path, state.agent, self._tiers.get(path, state.tier))
+            self._done_with()
+            self._record(change)
+            self._send(self.position, [change, *self._extra()])
+            log.info("session.scrubbed", path=path)
 
     def fold_deltas(self) -> None:
         """Merge every session's deltas now (a catch-up publishes no deltas: its index is
@@ -409,14 +478,17 @@ class IndexWorker:
                 self._deltas.add(change.state.path)
             else:
                 self._deltas.discard(change.state.path)
+            self._note_waiting(change.state)
         elif isinstance(change, Skip):
             self.states.pop(change.skipped.path, None)
             self.skipped[change.skipped.path] = change.skipped
             self._deltas.discard(change.skipped.path)
+            self._waiting.discard(change.skipped.path)
         else:
             self.states.pop(change.path, None)
             self.skipped.pop(change.path, None)
             self._deltas.discard(change.path)
+            self._waiting.discard(change.path)
 
     def _send(self, position: int, changes: Iterable[Change]) -> None:
         self.outbox.put(WorkerBatch(self.worker_id, position, tuple(changes)))

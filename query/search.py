@@ -2,7 +2,8 @@
 
 ::
 
-    hot shards (display or hydrated text) ──► filtered candidates (≤ 50,000, scope order)
+    hot shards (display or hydrated text) ──► filtered candidates, scope order (≤ 50,000 that
+        hold a query term for a literal; ≤ 50,000 in scope for phrase, regex and browse)
         literal: Σ idf × (FLOOR + (1 − FLOOR) × BM25F quality of the best passage, per
                  field with its provenance weight) × share of the query's idf matched
         phrase:  NFKC-lowercased substring of the text × weight
@@ -22,6 +23,7 @@ from __future__ import annotations
 import bisect
 import heapq
 import math
+import sys
 from array import array
 from collections.abc import Container, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -229,6 +231,10 @@ class _Candidates:
     exceeded: bool
 
 
+# No cap on the candidates of a literal query: its budget counts the entries that match.
+_UNCAPPED: Final = sys.maxsize
+
+
 def _select(scope: HotScope, filters: Filters, limit: int) -> _Candidates:
     """Filtered hot candidates in scope order, at most *limit* of them."""
     by_shard: dict[int, _Selection] = {}
@@ -380,6 +386,19 @@ def _hot_found(scope: HotScope, cand: _Candidates, plan: Plan) -> Found:
                 if pos in member:
                     found.append((no, pos, pairs[i + 1]))
     return out
+
+
+def _cap_matched(found: Found, cand: _Candidates, limit: int) -> bool:
+    """Keep in *found* only the first *limit* entries holding a term, in scope order (the
+    order ``_select`` chose the shards in, then position); True when any were dropped."""
+    matched = {(no, pos) for term_found in found for no, pos, _ in term_found}
+    if len(matched) <= limit:
+        return False
+    rank = {no: i for i, no in enumerate(cand.order)}
+    kept = set(sorted(matched, key=lambda key: (rank[key[0]], key[1]))[:limit])
+    for term_found in found:
+        term_found[:] = [hit for hit in term_found if (hit[0], hit[1]) in kept]
+    return True
 
 
 def _hot_idf(cand: _Candidates, found: Found) -> _Idf:
@@ -1291,11 +1310,18 @@ def search(
         hot_found: Found | None = None
         idf_model: _Idf | None = None
         if hot is not None:
-            cand = _select(hot, filters, budgets.entries)
+            # A literal query's candidates are the entries its terms' postings hold: the
+            # budget counts those, so a rare term in the oldest hot session is still found.
+            # A phrase may sit inside longer tokens no posting names, and a browse has no
+            # terms: both count every filtered entry in scope order.
+            literal = plan.kind == "literal"
+            cand = _select(hot, filters, _UNCAPPED if literal else budgets.entries)
             if cand.exceeded:
                 result.reasons.add(CANDIDATE_ENTRY_BUDGET)
             if plan.kind in ("literal", "phrase"):
                 hot_found = _hot_found(hot, cand, plan)
+                if literal and _cap_matched(hot_found, cand, budgets.entries):
+                    result.reasons.add(CANDIDATE_ENTRY_BUDGET)
                 idf_model = _hot_idf(cand, hot_found)
             else:
                 items.extend(_hot_browse(hot, cand, filters))

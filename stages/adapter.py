@@ -94,11 +94,12 @@ class Adapter:
         if self.files.whole and self.parse_whole is None:
             raise ValueError(f"{self.name}: whole-object session files need parse_whole")
 
-    def parse(self, data: bytes, path: str) -> ParseResult:
-        """The records of a session file's bytes (lines, or the one object of a whole file)."""
+    def parse(self, data: bytes, path: str, *, settled: bool = False) -> ParseResult:
+        """The records of a session file's bytes (lines, or the one object of a whole file);
+        *settled*: no writer is mid-line (``stages.parse``)."""
         if self.parse_whole is not None and self.files.read_whole(path):
             return self.parse_whole(data)
-        return parse(data)
+        return parse(data, settled=settled)
 
     @property
     def spec(self) -> SourceSpec:

@@ -25,7 +25,7 @@ records are kept.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -44,9 +44,12 @@ from stages.rederive import Rederive, carry_cut, parsed_state, rederive
 from stages.source import ParseResult, RawRecord, SourceRecord, SourceSession
 from stages.tier import HOT
 from store.reasons import (
+    BRIDGED_PARENT,
+    DANGLING_PARENT,
     DUPLICATE_ENTRY_ID,
     DUPLICATE_OPERATION_ADDRESS,
     MAX_ENTRY_CHARS,
+    PARTIAL_LINE,
     RECORD_REASONS,
 )
 from store.records import HotShard, NormalizedEntry, SessionEntries, SessionState, ViewSummary
@@ -61,6 +64,7 @@ __all__ = [
     "commit",
     "extend",
     "hot_session",
+    "waiting",
 ]
 
 Stamp = tuple[int, int, int, int, int]
@@ -123,6 +127,8 @@ class HotSession:
     tail: Tail | None
     deltas: list[Delta] = field(default_factory=list)
     rederive: Rederive | None = None
+    # the whole build read a last line without its newline (settled): appends rebuild whole
+    tail_taken: bool = False
 
     @property
     def delta_bytes(self) -> int:
@@ -157,9 +163,11 @@ def hot_session(built: Built, data: bytes, *, keep_parsed: bool = False) -> HotS
     parsed records when it has no tail reader (memory for a cheaper append path)."""
     hasher = blake3.blake3()
     hasher.update(data)
-    tail = _tail(built)
+    # A last line read without its newline is read again by the next whole build, which
+    # neither incremental path could do without counting it twice.
+    tail = None if built.tail_taken else _tail(built)
     parsed = None
-    if tail is None and keep_parsed and built.state.tier == HOT:
+    if tail is None and keep_parsed and built.state.tier == HOT and not built.tail_taken:
         parsed = parsed_state(built.session.agent, data, built.views, built.meta)
     # A pretty-printed object still open at the end is withheld like a partial line.
     return HotSession(
@@ -169,6 +177,7 @@ def hot_session(built: Built, data: bytes, *, keep_parsed: bool = False) -> HotS
         next_line=min(data.count(b"\n") + 1, built.next_line),
         tail=tail,
         rederive=parsed,
+        tail_taken=built.tail_taken,
     )
 
 
@@ -262,8 +271,8 @@ def extend(
     """
     state = hot.state
     end = hot.consumed + len(data)
-    if end <= state.size:
-        return None
+    if end <= state.size or hot.tail_taken:
+        return None  # a last line read without its newline is read again by a whole build
     hasher = hot.hasher.copy()
     hasher.update(data[state.size - hot.consumed :])
     source_hash = hasher.hexdigest()
@@ -283,9 +292,13 @@ def extend(
     consumed = hot.consumed + parsed.consumed
     if not parsed.records and not parsed.malformed_lines:
         # Only blank lines or a half-written one: the state moves, the records do not.
-        return Appended(moved, None, None, hasher, consumed, parsed.next_line)
+        return Appended(waiting(moved, parsed.withheld), None, None, hasher, consumed,
+                        parsed.next_line)  # fmt: skip
     if hot.tail is not None:
-        return _extend_tail(hot.tail, parsed, moved, policy, hasher, consumed)
+        found = _extend_tail(hot.tail, parsed, moved, policy, hasher, consumed)
+        return (
+            None if found is None else replace(found, state=waiting(found.state, parsed.withheld))
+        )
     if hot.rederive is None:
         return None
     if hot.rederive.meta is None and sidecar:
@@ -294,7 +307,7 @@ def extend(
     if again is None:
         return None
     return Appended(
-        replace(moved, views=again.views, unknown_records=again.unknown),
+        waiting(replace(moved, views=again.views, unknown_records=again.unknown), parsed.withheld),
         again.shard,
         again.entries,
         hasher,
@@ -302,6 +315,20 @@ def extend(
         parsed.next_line,
         rederive=again.rederive,
     )
+
+
+def waiting(state: SessionState, withheld: bool) -> SessionState:
+    """*state* whose summaries say ``partial_line`` exactly when its last line is *withheld*.
+
+    Only the summaries (what an answer's coverage reads) carry it, never a record: whether a
+    line waits moves with every append, also one that adds no record."""
+    views = tuple(replace(v, reasons=_with(v.reasons, PARTIAL_LINE, withheld)) for v in state.views)
+    return state if views == state.views else replace(state, views=views)
+
+
+def _with(reasons: tuple[str, ...], reason: str, present: bool) -> tuple[str, ...]:
+    rest = [r for r in reasons if r != reason]
+    return tuple(sorted([*rest, reason])) if present else tuple(rest)
 
 
 def _extend_tail(
@@ -340,7 +367,10 @@ def _extend_tail(
     # Record reasons (the display cut) belong on shards and summaries, not on entries.
     new_reasons = {
         b: empty_reasons(
-            (set(summaries[b].reasons) - RECORD_REASONS) | extra_reasons | set(results[b].reasons),
+            # whether a last line waits is the new bytes' to say (``extra_reasons``)
+            (set(summaries[b].reasons) - RECORD_REASONS - {PARTIAL_LINE})
+            | extra_reasons
+            | set(results[b].reasons),
             summaries[b].entry_count + len(results[b].entries),
         )
         for b in ("active", "all")
@@ -411,6 +441,8 @@ def _read_tail(tail: Tail, parsed: ParseResult, state: SessionState) -> SourceSe
         next_line=parsed.next_line,
         malformed_lines=parsed.malformed_lines,
         repaired_lines=parsed.repaired_lines,
+        withheld=parsed.withheld,
+        oversized_lines=parsed.oversized_lines,
     )
     found = adapter(state.agent)
     session = found.read(with_header, state.path)
@@ -438,6 +470,8 @@ def _chain(
         added[r.id] = r
         if r.leaf_candidate:
             leaf_id = r.id
+    if _brings_missing_parent(tail, added):
+        return None
     if leaf_id == tail.leaf_id:
         return leaf_id, [], []
     assert leaf_id is not None
@@ -457,6 +491,20 @@ def _chain(
         current = added[parent]
     walked.reverse()
     return leaf_id, walked, [added[i].position for i in walked]
+
+
+def _brings_missing_parent(tail: Tail, added: Mapping[str, SourceRecord]) -> bool:
+    """Whether a new node is the parent a node of the active path named but the file did not
+    hold yet (a child written before its parent): the path was bridged or cut there, and a
+    whole lineage pass now walks through the parent instead (issue 22, item 5)."""
+    if BRIDGED_PARENT not in tail.lineage_reasons and DANGLING_PARENT not in tail.lineage_reasons:
+        return False
+    parents = tail.parents
+    nodes = tail.nodes
+    return any(
+        (parent := parents.get(node)) is not None and parent not in nodes and parent in added
+        for node in tail.path_ids
+    )
 
 
 def _normalize_tail(

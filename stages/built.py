@@ -30,3 +30,5 @@ class Built:
     # and the paths of those the file holds again (no longer kept: their sessions go)
     retired: tuple[SessionState, ...] = ()
     dropped: tuple[str, ...] = ()
+    # the last line had no newline and was read as settled: an append re-reads it (whole)
+    tail_taken: bool = False

@@ -16,6 +16,9 @@ in this order:
    surrogate escape becomes U+FFFD, and control characters inside strings are accepted. The
    line is recovered whole or not at all (``NaN``/``Infinity`` are not JSON and are not
    repaired). The repair reads JSON syntax only, never the text inside it.
+Lines past ``MAX_LINE_BYTES``, or holding more than ``MAX_LINE_OBJECTS`` concatenated
+objects, are ``oversized_lines``: skipped before (or as soon as) they cost more.
+
 3. **Pretty-printed objects** (formats §3.10.9; Codex rollouts committed to repos): a line that
    is exactly ``{`` opens an object spread over the following lines, decoded as one record at
    that line. Until the lines that close it are complete, it is withheld like a partial line
@@ -26,6 +29,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import replace
 from typing import Any
 
 import orjson
@@ -38,6 +42,16 @@ __all__ = ["parse", "repair"]
 def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")  # NaN and Infinity are values, not a syntax slip
 
+
+# Bounds on one line, so a hostile file costs bounded memory and time (issue 22, item 8): a
+# line longer than this is not decoded at all, and a line of concatenated objects stops at
+# this many (three 10 MB lines of ``{}{}…`` took 1.9 GB and minutes, five million records).
+# Both are ``oversized_lines``: skipped, and named ``oversized_line``. Real lines stay far
+# below (the largest seen: a few MB of a base64 image in a Claude Code tool result).
+MAX_LINE_BYTES = 64 << 20
+MAX_LINE_OBJECTS = 10_000
+# a withheld tail longer than this is not copied by the split of the complete lines
+_SPLIT_TAIL = 1 << 20
 
 _BOM = b"\xef\xbb\xbf"
 _JSON_SPACE = b" \t\r"
@@ -52,21 +66,32 @@ _ESCAPE = re.compile(
 )
 
 
-def parse(data: bytes, *, base_offset: int = 0, first_line: int = 1) -> ParseResult:
+def parse(
+    data: bytes, *, base_offset: int = 0, first_line: int = 1, settled: bool = False
+) -> ParseResult:
     """Parse the complete lines of ``data``.
 
     ``base_offset`` is the absolute file offset of ``data[0]`` and ``first_line`` the line number
     its first line has, so an append parsed on its own gets the offsets and line numbers a parse
     of the whole file would give.
+
+    With *settled* (the caller saw no write for a while: no writer is mid-line), bytes after
+    the last newline are read as one more line: a JSON object there is a record like any
+    other (``tail_taken``), anything else is ``unterminated``, never silently dropped. Without
+    it they are withheld and counted in ``withheld``.
     """
+    if settled and data and not data.endswith(b"\n"):
+        return _settled(data, base_offset, first_line)
     consumed = data.rfind(b"\n") + 1
     records: list[RawRecord] = []
     malformed: list[int] = []
     repaired: list[int] = []
+    oversized: list[int] = []
     line_no = first_line
     start = 0
     loads = orjson.loads
-    lines = data.split(b"\n")[:-1]  # the last piece is the withheld tail (b"" after a newline)
+    # the last piece is the withheld tail (b"" after a newline); a long one is not copied
+    lines = (data if len(data) - consumed <= _SPLIT_TAIL else data[:consumed]).split(b"\n")[:-1]
     stream: _Stream | None = None
     skip = 0
     for line in lines:
@@ -80,6 +105,9 @@ def parse(data: bytes, *, base_offset: int = 0, first_line: int = 1) -> ParseRes
             continue
         if offset == 0 and line.startswith(_BOM):
             line = line[len(_BOM) :]
+        if len(line) > MAX_LINE_BYTES:
+            oversized.append(number)
+            continue
         try:
             value = loads(line)
         except orjson.JSONDecodeError:
@@ -99,8 +127,14 @@ def parse(data: bytes, *, base_offset: int = 0, first_line: int = 1) -> ParseRes
                     skip = found[1]
                     continue
             values, complete = _concatenated(line)
+            if values is _TOO_MANY:
+                oversized.append(number)
+                continue
             if not complete:
                 fixed, complete = _repaired(line)
+                if fixed is _TOO_MANY:
+                    oversized.append(number)
+                    continue
                 if complete:
                     values = fixed
                     repaired.append(number)
@@ -118,6 +152,35 @@ def parse(data: bytes, *, base_offset: int = 0, first_line: int = 1) -> ParseRes
         next_line=line_no,
         malformed_lines=tuple(malformed),
         repaired_lines=tuple(repaired),
+        oversized_lines=tuple(oversized),
+        withheld=bool(data[consumed:].strip(_JSON_SPACE + b"\n")),
+    )
+
+
+def _settled(data: bytes, base_offset: int, first_line: int) -> ParseResult:
+    """``parse`` of *data* whose last line has no newline and no writer (see ``parse``)."""
+    head = parse(data, base_offset=base_offset, first_line=first_line)
+    if head.consumed < data.rfind(b"\n") + 1:  # an unfinished pretty-printed object
+        return replace(head, withheld=False, unterminated=True)
+    at = head.consumed
+    if len(data) - at > MAX_LINE_BYTES:
+        return replace(
+            head,
+            consumed=len(data),
+            next_line=head.next_line + 1,
+            withheld=False,
+            oversized_lines=(*head.oversized_lines, head.next_line),
+        )
+    tail = parse(data[at:] + b"\n", base_offset=base_offset + at, first_line=head.next_line)
+    return ParseResult(
+        records=head.records + tail.records,
+        consumed=len(data),
+        next_line=tail.next_line,
+        malformed_lines=head.malformed_lines,
+        repaired_lines=head.repaired_lines + tail.repaired_lines,
+        oversized_lines=head.oversized_lines + tail.oversized_lines,
+        tail_taken=bool(tail.records),
+        unterminated=bool(tail.malformed_lines),
     )
 
 
@@ -147,6 +210,8 @@ def _concatenated(line: bytes) -> tuple[list[dict[str, Any]], bool]:
     values: list[dict[str, Any]] = []
     index = _skip_space(text, 0)
     while index < len(text):
+        if len(values) == MAX_LINE_OBJECTS:
+            return _TOO_MANY, False
         try:
             _, end = _BOUNDARIES.raw_decode(text, index)
             value = orjson.loads(text[index:end].encode("utf-8", "surrogateescape"))
@@ -169,6 +234,8 @@ def _repaired(line: bytes) -> tuple[list[dict[str, Any]], bool]:
     values: list[dict[str, Any]] = []
     index = _skip_space(text, 0)
     while index < len(text):
+        if len(values) == MAX_LINE_OBJECTS:
+            return _TOO_MANY, False
         try:
             value, index = _LENIENT.raw_decode(text, index)
             orjson.dumps(value)
@@ -179,6 +246,10 @@ def _repaired(line: bytes) -> tuple[list[dict[str, Any]], bool]:
         values.append(value)
         index = _skip_space(text, index)
     return values, bool(values)
+
+
+# what the slow paths return for a line past MAX_LINE_OBJECTS (compared by identity)
+_TOO_MANY: list[dict[str, Any]] = []
 
 
 def _skip_space(text: str, index: int) -> int:

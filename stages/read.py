@@ -20,10 +20,17 @@ def read_session(data: bytes, path: str, agent: str) -> SourceSession:
 
 
 def read_parsed(
-    data: bytes, path: str, agent: str, sidecar: Mapping[str, Any] | None = None
+    data: bytes,
+    path: str,
+    agent: str,
+    sidecar: Mapping[str, Any] | None = None,
+    *,
+    settled: bool = False,
 ) -> tuple[SourceSession, ParseResult]:
     """``read_session`` and the parse it read (``consumed``: where the next append starts).
-    *sidecar* is the content of the file the adapter's ``sidecar`` names, when it exists."""
+    *sidecar* is the content of the file the adapter's ``sidecar`` names, when it exists;
+    *settled* says the file was untouched for a while (its last line is read even without
+    its newline)."""
     found = adapter(agent)
-    parsed = found.parse(data, path)
+    parsed = found.parse(data, path, settled=settled)
     return found.read(parsed, path, sidecar), parsed

@@ -60,6 +60,7 @@ class Rederive:
     bytes: int
     memo: EntryMemo = field(default_factory=EntryMemo)
     meta: dict[str, Any] | None = None  # the session's sidecar (a Claude subagent's), if any
+    oversized: list[int] = field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,6 +82,7 @@ def parsed_state(
         raws=list(parsed.records),
         malformed=list(parsed.malformed_lines),
         repaired=list(parsed.repaired_lines),
+        oversized=list(parsed.oversized_lines),
         entries={b: v.normalized.entries for b, v in by_branch.items()},
         two_views=by_branch["all"].lineage.selected != by_branch["active"].lineage.selected,
         bytes=len(data),
@@ -102,7 +104,13 @@ def rederive(
     malformed = rd.malformed + list(parsed.malformed_lines)
     repaired = rd.repaired + list(parsed.repaired_lines)
     whole = ParseResult(
-        tuple(raws), parsed.consumed, parsed.next_line, tuple(malformed), tuple(repaired)
+        tuple(raws),
+        parsed.consumed,
+        parsed.next_line,
+        tuple(malformed),
+        tuple(repaired),
+        withheld=parsed.withheld,
+        oversized_lines=(*rd.oversized, *parsed.oversized_lines),
     )
     session = adapter(state.agent).read(whole, state.path, rd.meta)
     if (session.session_id, session.cwd, session.parent_session, session.sidechain) != (
@@ -163,6 +171,7 @@ def rederive(
             bytes=rd.bytes + new_bytes,
             memo=rd.memo,
             meta=rd.meta,
+            oversized=[*rd.oversized, *parsed.oversized_lines],
         ),
         unknown=versioned(session.writer_version, session.unknown),
     )

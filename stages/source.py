@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from store.reasons import MALFORMED_LINE, REPAIRED_LINE
+from store.reasons import MALFORMED_LINE, OVERSIZED_LINE, REPAIRED_LINE, UNTERMINATED_LINE
 
 __all__ = ["ParseResult", "RawRecord", "SourceRecord", "SourceSession", "parse_reasons"]
 
@@ -46,6 +46,14 @@ class ParseResult:
     next_line: int
     malformed_lines: tuple[int, ...] = ()
     repaired_lines: tuple[int, ...] = ()
+    # something other than whitespace was withheld after ``consumed`` (a line still being
+    # written, or an object still open): ``partial_line`` until it completes or settles
+    withheld: bool = False
+    # lines skipped for their size (``stages.parse.MAX_LINE_BYTES`` / ``MAX_LINE_OBJECTS``)
+    oversized_lines: tuple[int, ...] = ()
+    # read as settled (``stages.parse``): the unterminated last line was a record, or was not
+    tail_taken: bool = False
+    unterminated: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,10 +106,16 @@ class SourceSession:
 
 def parse_reasons(parsed: ParseResult) -> set[str]:
     """The coverage reasons a parse gives every adapter's session: ``malformed_line`` when a
-    line held no object, ``repaired_line`` when one was recovered by the lenient repair."""
+    line held no object, ``repaired_line`` when one was recovered by the lenient repair,
+    ``unterminated_line`` when a settled last line without its newline held no object
+    (``partial_line``, one that waits, is the state's: ``stages.appender.waiting``)."""
     reasons: set[str] = set()
     if parsed.malformed_lines:
         reasons.add(MALFORMED_LINE)
     if parsed.repaired_lines:
         reasons.add(REPAIRED_LINE)
+    if parsed.unterminated:
+        reasons.add(UNTERMINATED_LINE)
+    if parsed.oversized_lines:
+        reasons.add(OVERSIZED_LINE)
     return reasons

@@ -17,11 +17,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Final
 
-import blake3
-
 from store.codec import T, decode
 from store.errors import CorruptRecord, SnapshotMissing
 from store.files import read_quietly
+from store.integrity import FIRST_LOADS, matches
 from store.layout import IndexLayout, parse_manifest_name
 from store.records import Manifest, SessionChunk, SessionState
 
@@ -146,10 +145,11 @@ class Snapshot:
         return read_current(self.layout.root) == self.generation
 
     def load(self, name: str, expect: type[T], *, verify: bool = False) -> T:
-        """Decode the record *name* of this generation.
+        """Decode the record *name* of this generation; a record that is gone or damaged
+        raises CorruptRecord.
 
-        ``verify`` also checks the bytes against the content hash in the name (about as
-        costly as reading them); a record that is gone or damaged raises CorruptRecord.
+        Its bytes are checked against the content hash in its name on the first load of it
+        in this process (``store.integrity``), and on every load with ``verify``.
         """
         try:
             path = self.layout.record_path(name)
@@ -163,6 +163,6 @@ class Snapshot:
                 f"record of generation {self.generation} is missing "
                 "(collected, or the index was wiped)",
             ) from exc
-        if verify and blake3.blake3(data).hexdigest() != name.partition(".")[0]:
+        if not (matches(name, data) if verify else FIRST_LOADS.check(path, name, data)):
             raise CorruptRecord(path, "content does not match its hash")
         return decode(data, expect=expect, path=str(path))

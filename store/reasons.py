@@ -39,6 +39,8 @@ __all__ = [
     "MAX_SYNC_SOURCE_BYTES",
     "MISSING_SESSION_HEADER",
     "NO_ENTRIES",
+    "OVERSIZED_LINE",
+    "PARTIAL_LINE",
     "PREFIX_EXPANSION_LIMIT",
     "QUERY",
     "READ_NOTES",
@@ -54,12 +56,20 @@ __all__ = [
     "SOURCE_UNREADABLE",
     "STALE_SESSION",
     "UNKNOWN_RECORD_TYPE",
+    "UNTERMINATED_LINE",
 ]
 
 # -- reading and parsing the session files (`pipeline status` lists them per session) --------
 MALFORMED_LINE: Final = "malformed_line"
 MISSING_SESSION_HEADER: Final = "missing_session_header"
 REPAIRED_LINE: Final = "repaired_line"
+# The last line has no newline yet and the file was written to moments ago: it waits for its
+# newline (or for the file to settle, when it is read as a line like any other).
+PARTIAL_LINE: Final = "partial_line"
+# The last line of a file untouched for a while has no newline and holds no JSON object.
+UNTERMINATED_LINE: Final = "unterminated_line"
+# A line too long to read, or holding too many concatenated objects (a hostile file).
+OVERSIZED_LINE: Final = "oversized_line"
 BRIDGED_PARENT: Final = "bridged_parent"
 DANGLING_PARENT: Final = "dangling_parent"
 INVALID_PARENT_GRAPH: Final = "invalid_parent_graph"
@@ -113,6 +123,9 @@ REASONS: Final[dict[str, str]] = {
             MALFORMED_LINE,
             MISSING_SESSION_HEADER,
             REPAIRED_LINE,
+            PARTIAL_LINE,
+            UNTERMINATED_LINE,
+            OVERSIZED_LINE,
             BRIDGED_PARENT,
             DANGLING_PARENT,
             INVALID_PARENT_GRAPH,

@@ -67,6 +67,11 @@ def evaluate(res: dict[str, Any]) -> list[dict[str, Any]]:
     if p95 is not None:
         ok = p95 <= 250 and not fresh.get("missed")
         out.append(_target("fresh_p95_ms", round(p95, 1), "<= 250 ms, none missed", ok))
+        if "first_missed" in fresh:
+            first = fresh.get("first_ms")
+            ok = first is not None and first <= p95
+            shown = None if first is None else round(first, 1)
+            out.append(_target("fresh_first_ms", shown, "<= the steady p95", ok))
     noop = res["build"]["noop"]
     written = max(
         noop["report_bytes_written"] or 0, noop["index_bytes_changed"], noop["kernel_write_bytes"]
@@ -215,6 +220,10 @@ def render(res: dict[str, Any]) -> str:
             f"  sessiondex  {_fmt_lat(fresh.get('latency_ms'))}  "
             f"({fresh.get('appends')} appends, {fresh.get('missed')} missed; {fresh.get('mode')})"
         )
+        if fresh.get("first_ms") is not None or fresh.get("first_missed"):
+            first = fresh.get("first_ms")
+            shown = "missed" if first is None else f"{first:.0f} ms"
+            lines.append(f"  sessiondex  first append right after `pipeline run` starts: {shown}")
         if av.get("fresh"):
             f = av["fresh"]
             lines.append(

@@ -436,6 +436,28 @@ def test_budgets_name_their_reasons(kit: Kit) -> None:
     assert browse["total"] == 4
 
 
+def test_entry_budget_counts_entries_that_can_match(kit: Kit) -> None:
+    """Issue 22 item 10: the budget used to count hot entries before matching, so a term only
+    the oldest hot session held returned nothing once newer sessions filled the budget."""
+    from query.search import Budgets
+
+    kit.configure(hotSessions=3)
+    kit.budgets = Budgets(entries=4)
+    kit.session("old", chat("old", "oldestunique word"), mtime_s=1000)
+    kit.session("mid", chat("mid", *["filler word"] * 5), mtime_s=2000)
+    kit.session("new", chat("new", *["filler word"] * 5), mtime_s=3000)
+    kit.build()
+    page = kit.recall(query="oldestunique", scope="global")
+    assert [h["sessionId"] for h in page["hits"]] == ["pi:old"]
+    assert "candidate_entry_budget" not in page["coverage"]["reasons"]
+    assert page["coverage"]["complete"] is True
+    # more matching entries than the budget: named, the first four in scope order ranked
+    crowded = kit.recall(query="word", scope="global")
+    assert "candidate_entry_budget" in crowded["coverage"]["reasons"]
+    assert crowded["total"] == 4
+    assert {h["sessionId"] for h in crowded["hits"]} == {"pi:new"}
+
+
 # ------------------------------------------------------------------------------ scopes
 
 

@@ -8,6 +8,7 @@ compares base + deltas with a whole build of the final bytes: records, summaries
 from __future__ import annotations
 
 import copy
+import time
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -33,6 +34,9 @@ from tests.helpers import assistant, bash, header, tool_result, user
 DATA = Path(__file__).resolve().parents[2] / "data" / "pi"
 POLICY = Policy(max_entry_chars=120)
 T0 = 1_700_000_000_000
+# A file being written: its mtime is now, so a cut mid-line waits (``partial_line``) rather
+# than being read as a settled last line.
+LIVE_NS = time.time_ns() + 3600 * 1_000_000_000
 
 
 def templates() -> list[dict[str, Any]]:
@@ -66,7 +70,7 @@ class Grower:
 
     def build(self, data: bytes) -> Built:
         job = Job(self.path, self.agent, "hot", POLICY, str(self.layout.root))
-        return build_session(job, data, (1, 2, len(data), 10, 20), self.writer)
+        return build_session(job, data, (1, 2, len(data), LIVE_NS, 20), self.writer)
 
     def hot(self, data: bytes) -> HotSession:
         return hot_session(self.build(data), data, keep_parsed=True)
@@ -85,7 +89,7 @@ class Grower:
             appended = extend(
                 hot,
                 data[hot.consumed : cut],
-                (1, 2, cut, 10, 20),
+                (1, 2, cut, LIVE_NS, 20),
                 POLICY,
                 expected_hash=blake3.blake3(data[:cut]).hexdigest(),
             )
@@ -210,7 +214,35 @@ def test_a_half_written_line_waits_for_its_newline(grower: Grower) -> None:
     # The half line made no entry and no malformed_line; its completion made one entry
     assert len(deltas) == 1
     assert "malformed_line" not in hot.state.views[0].reasons
+    assert "partial_line" not in hot.state.views[0].reasons
+    # While it waited, the state said so (and no record did)
+    half = grower.hot(data[: len(data) - 10])
+    assert "partial_line" in half.state.views[0].reasons
+    assert "malformed_line" not in half.state.views[0].reasons
     grower.check(data, hot, deltas)
+
+
+def test_the_parent_of_a_bridged_child_arriving_later_is_declined(grower: Grower) -> None:
+    """Issue 22, item 5: a child written before its parent was bridged by the whole build;
+    when the parent came (with a child of the bridged node) the tail path appended to the
+    bridged path, so the live session had 5 active entries and `bridged_parent` where a
+    rebuild walks through the parent and has 7."""
+    lines_ = [
+        header("grow", "/work"),
+        user("a", None, "hello", T0),
+        assistant("b", "a", "reply", T0 + 1),
+        assistant("d", "c", "child before its parent", T0 + 3),
+        user("c", "b", "the parent", T0 + 2),
+        user("f", "e", "another child first", T0 + 6),
+        user("e", "d", "its parent", T0 + 5),
+        user("g", "f", "after", T0 + 7),
+    ]
+    data = b"".join(orjson.dumps(v) + b"\n" for v in lines_)
+    ends = [i + 1 for i, b in enumerate(data) if b == 0x0A]
+    hot, deltas, _ = grower.grow(data, [ends[2], ends[3], ends[4], ends[5]])  # e and g together
+    grower.check(data, hot, deltas)
+    assert hot.state.view("active").entry_count == 7
+    assert "bridged_parent" not in hot.state.view("active").reasons
 
 
 def test_a_branch_switch_is_declined(grower: Grower) -> None:
@@ -219,7 +251,9 @@ def test_a_branch_switch_is_declined(grower: Grower) -> None:
     cut = len(data.rsplit(b"\n", 2)[0]) + 1
     hot = hot_session(grower.build(data[:cut]), data[:cut])
     assert (
-        extend(hot, data[hot.consumed :], (1, 2, len(data), 10, 20), POLICY, expected_hash=None)
+        extend(
+            hot, data[hot.consumed :], (1, 2, len(data), LIVE_NS, 20), POLICY, expected_hash=None
+        )
         is None
     )
 
@@ -229,7 +263,7 @@ def test_bytes_that_do_not_hash_as_the_watcher_saw_are_declined(grower: Grower) 
     cut = len(data.rsplit(b"\n", 2)[0]) + 1
     hot = hot_session(grower.build(data[:cut]), data[:cut])
     appended = extend(
-        hot, data[hot.consumed :], (1, 2, len(data), 10, 20), POLICY, expected_hash="0" * 64
+        hot, data[hot.consumed :], (1, 2, len(data), LIVE_NS, 20), POLICY, expected_hash="0" * 64
     )
     assert appended is None
 

@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from stages.parse import parse, repair
-from stages.source import ParseResult, RawRecord
+from stages.source import ParseResult, RawRecord, parse_reasons
 
 
 def values(result: ParseResult) -> list[tuple[int, int, dict[str, object]]]:
@@ -34,7 +34,31 @@ def test_bytes_after_the_last_newline_are_withheld_not_malformed() -> None:
 
 def test_a_complete_json_tail_without_newline_is_still_withheld() -> None:
     result = parse(b'{"a":1}')
-    assert result == ParseResult(records=(), consumed=0, next_line=1)
+    assert result == ParseResult(records=(), consumed=0, next_line=1, withheld=True)
+
+
+def test_a_settled_tail_without_newline_is_a_record() -> None:
+    """Issue 22 item 2: a file untouched for a while whose last line has no newline."""
+    result = parse(b'{"a":1}\n{"b":2}', settled=True)
+    assert values(result) == [(1, 0, {"a": 1}), (2, 8, {"b": 2})]
+    assert (result.consumed, result.tail_taken, result.unterminated) == (15, True, False)
+    assert result.malformed_lines == ()
+
+
+def test_a_settled_tail_that_is_no_object_is_named_not_malformed() -> None:
+    result = parse(b'{"a":1}\n{"b":', settled=True)
+    assert values(result) == [(1, 0, {"a": 1})]
+    assert (result.tail_taken, result.unterminated, result.malformed_lines) == (False, True, ())
+    assert parse_reasons(result) == {"unterminated_line"}
+    # unsettled, the same bytes wait: withheld, and no reason of the parse's own
+    waiting = parse(b'{"a":1}\n{"b":')
+    assert (waiting.withheld, parse_reasons(waiting)) == (True, set())
+
+
+def test_settled_changes_nothing_for_a_file_ending_in_a_newline() -> None:
+    data = b'{"a":1}\n{"b":2}\n'
+    assert parse(data, settled=True) == parse(data)
+    assert parse(b'{"a":1}\n  \n', settled=True) == parse(b'{"a":1}\n  \n')
 
 
 def test_empty_input() -> None:

@@ -12,6 +12,7 @@ import pytest
 import store
 from store.codec import encode
 from store.errors import CorruptRecord, SnapshotMissing
+from store.integrity import FIRST_LOADS
 from store.reader import open_snapshot, read_current
 from store.records import ColdDigest, HotShard, Manifest, SessionEntries
 from store.writer import StoreWriter
@@ -122,7 +123,16 @@ def test_bad_names_and_tampered_records(tmp_path: Path) -> None:
     snap = open_snapshot(tmp_path)
     with pytest.raises(CorruptRecord, match="not a record name"):
         snap.load("../../CURRENT", HotShard)
-    # Another valid shard's bytes under this name decode, but verify catches the swap
+    # Another valid shard's bytes under this name would decode: the first load of a record in
+    # a process checks its content address and refuses them (issue 22, item 9)
+    FIRST_LOADS.forget()
+    good = w.layout.record_path(shard).read_bytes()
+    w.layout.record_path(shard).write_bytes(encode(hot_shard(text="forged")))
+    with pytest.raises(CorruptRecord, match="does not match its hash"):
+        snap.load(shard, HotShard)
+    # once a load found the record intact, later loads trust it; verify checks every time
+    w.layout.record_path(shard).write_bytes(good)
+    assert snap.load(shard, HotShard) == hot_shard(text="one")
     w.layout.record_path(shard).write_bytes(encode(hot_shard(text="forged")))
     assert snap.load(shard, HotShard) == hot_shard(text="forged")
     with pytest.raises(CorruptRecord, match="does not match its hash"):
