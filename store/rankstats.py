@@ -55,6 +55,7 @@ __all__ = [
     "pack",
     "segments",
     "session_term_stats",
+    "session_term_stats_over",
     "split",
     "term_stats_bytes",
     "unpack",
@@ -218,6 +219,32 @@ def session_term_stats(entries: Sequence[NormalizedEntry]) -> tuple[set[bytes], 
     part of a session: tool output is most of its bytes.)"""
     prose = [p for p in (fields_of(e)[0] for e in entries) if p]
     return term_set(e.text for e in entries), _counts(prose)
+
+
+def session_term_stats_over(
+    entries: Sequence[NormalizedEntry],
+    base: Sequence[NormalizedEntry],
+    stats: tuple[set[bytes], Counter[bytes]],
+) -> tuple[set[bytes], Counter[bytes]]:
+    """``session_term_stats(entries)`` given *stats*, those of *base*: where *entries* hold
+    every text (and every prose field, as often) *base* does, only the rest is tokenized.
+    (A session's ``all`` view holds its ``active`` view's entries plus its other branches';
+    a term set is a union over texts and prose counts a sum, so the parts add up exactly.)"""
+    texts = {e.text for e in entries}
+    base_texts = {e.text for e in base}
+    if base_texts <= texts:
+        added = texts - base_texts
+        terms = stats[0] | term_set(added) if added else stats[0]
+    else:
+        terms = term_set(e.text for e in entries)
+    prose = Counter(p for p in (fields_of(e)[0] for e in entries) if p)
+    base_prose = Counter(p for p in (fields_of(e)[0] for e in base) if p)
+    if base_prose <= prose:
+        counts = stats[1].copy()
+        counts.update(_counts(list((prose - base_prose).elements())))
+    else:
+        counts = _counts(list(prose.elements()))
+    return terms, counts
 
 
 # Bucket of every count below 2**16: one lookup per term.
