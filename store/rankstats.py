@@ -33,10 +33,10 @@ many times the session's prose holds it, as ``min(tf, 255).bit_length()`` (a bou
 
 from __future__ import annotations
 
-import itertools
 import unicodedata
+from bisect import bisect_left
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from itertools import filterfalse
 from operator import or_
 from typing import Final
@@ -250,12 +250,19 @@ def session_term_stats_over(
 # Bucket of every count below 2**16: one lookup per term.
 _WIDTH: Final = 1 << 16
 _TABLE: Final = bytes(min(n, 255).bit_length() for n in range(_WIDTH))
+_CAPPED: Final = (255).bit_length()
 
 
 def term_stats_bytes(terms: Sequence[bytes], prose: Mapping[bytes, int]) -> bytes:
-    """The ``term_stats`` bytes of *terms*, in their order: C-level maps only, as a session
-    holds tens of thousands of terms."""
-    counts: Iterable[int] = map(prose.get, terms, itertools.repeat(0))
-    if max(prose.values(), default=0) >= _WIDTH:
-        counts = map(min, counts, itertools.repeat(255))
-    return bytes(map(_TABLE.__getitem__, counts))
+    """The ``term_stats`` bytes of *terms* (sorted, as a vocabulary is), in their order.
+
+    A session's prose holds a fraction of its vocabulary (tool output is most of it), so the
+    bytes start as zeros and each prose term is found by bisection, rather than every
+    vocabulary term looked up in *prose*."""
+    out = bytearray(len(terms))
+    n = len(terms)
+    for term, count in prose.items():
+        i = bisect_left(terms, term)
+        if i < n and terms[i] == term:
+            out[i] = _TABLE[count] if count < _WIDTH else _CAPPED
+    return bytes(out)

@@ -116,3 +116,9 @@ def test_a_view_over_another_adds_only_its_own_entries() -> None:
     assert session_term_stats_over(fewer, active, stats) == session_term_stats(fewer)
     # the very same entries again
     assert session_term_stats_over(list(active), active, stats) == stats
+
+
+def test_cold_bytes_of_a_cut_vocabulary_and_huge_counts() -> None:
+    prose = {b"alpha": 70_000, b"beta": 2, b"omega": 9}  # omega: past the vocabulary's cut
+    assert term_stats_bytes([b"alpha", b"beta", b"delta"], prose) == bytes([8, 2, 0])
+    assert term_stats_bytes([], prose) == b""
