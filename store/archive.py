@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
@@ -40,6 +40,7 @@ from store.codec import pack, unpack
 from store.errors import CorruptRecord, StoreError
 from store.files import read_quietly
 from store.reasons import ARCHIVE_FULL
+from store.schema import BOOL, TUPLE, Wired, nested_tuple, wire, wired
 
 __all__ = [
     "ARCHIVED",
@@ -101,24 +102,19 @@ def source_of(key: str) -> str:
     return key
 
 
+@wired
 @dataclass(frozen=True, slots=True)
-class Segment:
+class Segment(Wired):
     """One zstd frame of the chain: ``length`` uncompressed bytes, named by their blake3."""
 
     name: str
     length: int
     level: int = 0
 
-    def to_wire(self) -> list[Any]:
-        return [self.name, self.length, self.level]
 
-    @classmethod
-    def from_wire(cls, w: list[Any]) -> Segment:
-        return cls(w[0], w[1], w[2])
-
-
+@wired
 @dataclass(frozen=True, slots=True)
-class Chain:
+class Chain(Wired):
     """What the archive keeps of one session: its bytes ``[0, length)`` as segments.
 
     ``key`` is the path the session is indexed under (``source`` for a kept session, a
@@ -132,62 +128,37 @@ class Chain:
     agent: str
     length: int
     hash: str
-    stamp: tuple[int, int, int, int, int]
-    segments: tuple[Segment, ...]
+    stamp: tuple[int, int, int, int, int] = field(metadata=wire(TUPLE))
+    segments: tuple[Segment, ...] = field(metadata=wire(nested_tuple(Segment)))
     meta: dict[str, Any] | None = None
-    truncated: bool = False
+    truncated: bool = field(default=False, metadata=wire(BOOL))
     updated_ns: int = 0
     # keys of the old versions of this session kept apart (``retired_key``): checked again at
     # each whole build, and dropped once the file holds their entries again
-    retired: tuple[str, ...] = ()
+    retired: tuple[str, ...] = field(default=(), metadata=wire(TUPLE, since=2))
 
     @property
     def stored(self) -> int:
         """Uncompressed bytes (the same as ``length`` in a whole chain)."""
         return sum(s.length for s in self.segments)
 
-    def to_wire(self) -> list[Any]:
-        return [
-            _MAGIC,
-            _VERSION,
-            self.key,
-            self.source,
-            self.agent,
-            self.length,
-            self.hash,
-            list(self.stamp),
-            [s.to_wire() for s in self.segments],
-            self.meta,
-            self.truncated,
-            self.updated_ns,
-            list(self.retired),
-        ]
-
     @classmethod
-    def from_wire(cls, w: Any, where: str) -> Chain:
+    def from_head(cls, w: Any, where: str) -> Chain:
+        """The chain a HEAD file holds: ``[magic, version, *fields]``."""
         if not isinstance(w, list) or len(w) < 12 or w[0] != _MAGIC:
             raise CorruptRecord(where, "not an archive chain")
         if w[1] != _VERSION:
             raise CorruptRecord(where, f"archive chain version {w[1]!r}")
         try:
-            return cls(
-                key=w[2],
-                source=w[3],
-                agent=w[4],
-                length=w[5],
-                hash=w[6],
-                stamp=(w[7][0], w[7][1], w[7][2], w[7][3], w[7][4]),
-                segments=tuple(Segment.from_wire(s) for s in w[8]),
-                meta=w[9],
-                truncated=bool(w[10]),
-                updated_ns=w[11],
-                retired=tuple(w[12]) if len(w) > 12 else (),
-            )
+            chain = cls.from_wire(w[2:])
         except (IndexError, TypeError, KeyError) as exc:
             raise CorruptRecord(where, f"archive chain fields: {exc}") from exc
+        if len(chain.stamp) != 5:
+            raise CorruptRecord(where, f"archive chain stamp: {chain.stamp!r}")
+        return chain
 
     def encode(self) -> bytes:
-        return pack(self.to_wire())
+        return pack([_MAGIC, _VERSION, *self.to_wire()])
 
 
 class ArchiveDamaged(StoreError):
@@ -242,7 +213,7 @@ class Archive:
         except FileNotFoundError:
             return None
         try:
-            chain = Chain.from_wire(unpack(data), str(path))
+            chain = Chain.from_head(unpack(data), str(path))
         except ValueError as exc:
             raise CorruptRecord(str(path), f"archive chain: {exc}") from exc
         if len(self._heads) >= 65_536:

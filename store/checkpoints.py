@@ -21,6 +21,7 @@ from store.atomic import atomic_write, ensure_dir
 from store.codec import pack, unpack
 from store.errors import CorruptRecord
 from store.files import read_quietly
+from store.schema import Wired, wired
 
 __all__ = ["Checkpoint", "CheckpointStore"]
 
@@ -30,8 +31,9 @@ _SUFFIX: Final = ".ckpt"
 _NAME_CHARS: Final = frozenset("abcdefghijklmnopqrstuvwxyz0123456789-")
 
 
+@wired
 @dataclass(frozen=True, slots=True)
-class Checkpoint:
+class Checkpoint(Wired):
     """``position`` is the last journal position whose output is durable."""
 
     stage: str
@@ -67,16 +69,7 @@ class CheckpointStore:
         if not self._made:
             ensure_dir(self.folder)
             self._made = True
-        data = pack(
-            [
-                _MAGIC,
-                _VERSION,
-                checkpoint.stage,
-                checkpoint.version,
-                checkpoint.position,
-                checkpoint.updated_ns,
-            ]
-        )
+        data = pack([_MAGIC, _VERSION, *checkpoint.to_wire()])
         atomic_write(path, data)
         self.bytes_written += len(data)
 
@@ -102,10 +95,8 @@ def _decode(data: bytes, path: Path) -> Checkpoint:
         raise CorruptRecord(path, f"not a checkpoint: {exc}") from exc
     if not (isinstance(w, list) and len(w) == 6 and w[0] == _MAGIC and w[1] == _VERSION):
         raise CorruptRecord(path, "not a checkpoint")
-    stage, version, position, updated_ns = w[2:]
     if not (
-        isinstance(stage, str)
-        and all(isinstance(n, int) and not isinstance(n, bool) for n in w[3:])
+        isinstance(w[2], str) and all(isinstance(n, int) and not isinstance(n, bool) for n in w[3:])
     ):
         raise CorruptRecord(path, "checkpoint fields have the wrong types")
-    return Checkpoint(stage, version, position, updated_ns)
+    return Checkpoint.from_wire(w[2:])

@@ -1,8 +1,9 @@
 """Typed records: everything the index keeps on disk, and its wire form.
 
-Every record is a frozen dataclass with ``to_wire()`` (a msgpack-ready list in a fixed field
-order) and a named constructor ``from_wire()``. Field order is the on-disk contract: append new
-fields at the end and bump ``SCHEMA_VERSION`` when the meaning of an existing one changes.
+Every record is a frozen dataclass whose fields declare their wire form (``store.schema``):
+``to_wire()`` gives a msgpack-ready list in field order and ``from_wire()`` reads one back.
+Field order is the on-disk contract: append new fields at the end with a new ``since`` and
+bump ``SCHEMA_VERSION`` when the meaning of an existing one changes.
 
 Record kinds and who writes them::
 
@@ -25,6 +26,18 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from store.names import AGENTS, BRANCH_MODES, SIDECHAIN, TOOL_FAMILIES
+from store.schema import (
+    ROWS,
+    SCHEMA_VERSION,
+    SORTED,
+    SORTED_MAP,
+    TUPLE,
+    Wired,
+    nested_map,
+    nested_tuple,
+    wire,
+    wired,
+)
 from store.sources import SourceSpec
 
 __all__ = [
@@ -50,13 +63,10 @@ __all__ = [
     "session_records",
 ]
 
-SCHEMA_VERSION = 1
 
-Wire = list[Any]
-
-
+@wired
 @dataclass(frozen=True, slots=True)
-class NormalizedEntry:
+class NormalizedEntry(Wired):
     """One searchable record of a session, as the seed's ``NormalizedEntry``.
 
     ``index`` is dense within one branch mode's view. ``text`` is complete in
@@ -87,7 +97,7 @@ class NormalizedEntry:
     provider: str | None = None
     action: str | None = None
     outcome: str | None = None
-    files_touched: tuple[str, ...] = ()
+    files_touched: tuple[str, ...] = field(default=(), metadata=wire(TUPLE))
     operation: dict[str, Any] | None = None
     branch_fact: dict[str, Any] | None = None
     fact_address: str | None = None
@@ -95,63 +105,18 @@ class NormalizedEntry:
     carrier_parent_id: str | None = None
     carrier_from_id: str | None = None
     sidechain: bool = False
-    # a subagent's entries: its id and the parent's tool call that spawned it, when known
-    agent_id: str | None = None
-    parent_call_id: str | None = None
-    family: str | None = None
-    context_edited: str | None = None
+    # Written only when set (any of them), so an entry without them keeps its 27 fields, its
+    # bytes and its record's name. A subagent's entries: its id and the parent's tool call
+    # that spawned it, when known.
+    agent_id: str | None = field(default=None, metadata=wire(since=2, omit=True))
+    parent_call_id: str | None = field(default=None, metadata=wire(since=2, omit=True))
+    family: str | None = field(default=None, metadata=wire(since=2, omit=True))
+    context_edited: str | None = field(default=None, metadata=wire(since=2, omit=True))
     # Credentials redacted from this entry (store.redact), in text order: (kind, fingerprint),
     # never the value. Written only when set, so other entries keep their bytes.
-    redactions: tuple[tuple[str, str], ...] = ()
-
-    def to_wire(self) -> Wire:
-        wire: list[Any] = [
-            self.index,
-            self.entry_id,
-            self.parent_id,
-            self.type,
-            self.role,
-            self.tool,
-            self.text,
-            self.timestamp,
-            self.is_error,
-            self.truncated,
-            self.line,
-            self.offset,
-            self.agent,
-            self.parent_entry_id,
-            self.operation_address,
-            self.ref,
-            self.provider,
-            self.action,
-            self.outcome,
-            list(self.files_touched),
-            self.operation,
-            self.branch_fact,
-            self.fact_address,
-            self.carrier_entry_id,
-            self.carrier_parent_id,
-            self.carrier_from_id,
-            self.sidechain,
-        ]
-        # Only when set: an entry without them keeps the 27 fields, bytes and record names it
-        # had. Fields 27-30 are the subagent marks, family and context edit; 31 the redactions.
-        marks = (self.agent_id, self.parent_call_id, self.family, self.context_edited)
-        if self.redactions or any(marks):
-            wire.extend(marks)
-        if self.redactions:
-            wire.append([list(r) for r in self.redactions])
-        return wire
-
-    @classmethod
-    def from_wire(cls, w: Wire) -> NormalizedEntry:
-        marks = w[27:31] if len(w) > 27 else [None] * 4
-        redactions = tuple((r[0], r[1]) for r in w[31]) if len(w) > 31 else ()
-        return cls(
-            w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7], w[8], w[9], w[10], w[11], w[12],
-            w[13], w[14], w[15], w[16], w[17], w[18], tuple(w[19]), w[20], w[21], w[22], w[23],
-            w[24], w[25], w[26], marks[0], marks[1], marks[2], marks[3], redactions,
-        )  # fmt: skip
+    redactions: tuple[tuple[str, str], ...] = field(
+        default=(), metadata=wire(ROWS, since=3, omit=True)
+    )
 
 
 # (index, entry_id, operation_address, role, tool, timestamp, ref, provider, action, outcome,
@@ -175,36 +140,23 @@ Address = tuple[
 ]
 
 
+@wired
 @dataclass(frozen=True, slots=True)
-class ViewSummary:
+class ViewSummary(Wired):
     """What the manifest knows of one branch mode of a session without opening a record."""
 
     branches: str
     lineage_fingerprint: str
     leaf_id: str | None
     entry_count: int
-    reasons: tuple[str, ...]
+    reasons: tuple[str, ...] = field(metadata=wire(TUPLE))
     first_ts: int | None
     last_ts: int | None
 
-    def to_wire(self) -> Wire:
-        return [
-            self.branches,
-            self.lineage_fingerprint,
-            self.leaf_id,
-            self.entry_count,
-            list(self.reasons),
-            self.first_ts,
-            self.last_ts,
-        ]
 
-    @classmethod
-    def from_wire(cls, w: Wire) -> ViewSummary:
-        return cls(w[0], w[1], w[2], w[3], tuple(w[4]), w[5], w[6])
-
-
+@wired
 @dataclass(frozen=True, slots=True)
-class EntriesView:
+class EntriesView(Wired):
     """One branch mode's complete normalized entries (read by expand and hydration).
 
     In a delta record, ``replaces`` is how many of the entries read before it (base and
@@ -214,33 +166,15 @@ class EntriesView:
 
     branches: str
     lineage_fingerprint: str
-    entries: tuple[NormalizedEntry, ...]
-    reasons: tuple[str, ...]
-    replaces: int = 0
-
-    def to_wire(self) -> Wire:
-        wire: list[Any] = [
-            self.branches,
-            self.lineage_fingerprint,
-            [e.to_wire() for e in self.entries],
-            list(self.reasons),
-        ]
-        # Only when set: every other record keeps the bytes (and the name) it always had.
-        return [*wire, self.replaces] if self.replaces else wire
-
-    @classmethod
-    def from_wire(cls, w: Wire) -> EntriesView:
-        return cls(
-            w[0],
-            w[1],
-            tuple(NormalizedEntry.from_wire(e) for e in w[2]),
-            tuple(w[3]),
-            w[4] if len(w) > 4 else 0,
-        )
+    entries: tuple[NormalizedEntry, ...] = field(metadata=wire(nested_tuple(NormalizedEntry)))
+    reasons: tuple[str, ...] = field(metadata=wire(TUPLE))
+    # Only when set: every other record keeps the bytes (and the name) it always had.
+    replaces: int = field(default=0, metadata=wire(since=2, omit=True))
 
 
+@wired
 @dataclass(frozen=True, slots=True)
-class SessionEntries:
+class SessionEntries(Wired):
     """Complete normalized entries of one session, one view per distinct branch mode.
 
     ``views`` holds ``active`` first; an ``all`` view is present only when it differs from
@@ -252,7 +186,7 @@ class SessionEntries:
     agent: str
     source_hash: str
     policy: str
-    views: tuple[EntriesView, ...]
+    views: tuple[EntriesView, ...] = field(metadata=wire(nested_tuple(EntriesView)))
 
     def view(self, branches: str) -> EntriesView:
         for v in self.views:
@@ -260,23 +194,10 @@ class SessionEntries:
                 return v
         return self.views[0]
 
-    def to_wire(self) -> Wire:
-        return [
-            self.path,
-            self.session_id,
-            self.agent,
-            self.source_hash,
-            self.policy,
-            [v.to_wire() for v in self.views],
-        ]
 
-    @classmethod
-    def from_wire(cls, w: Wire) -> SessionEntries:
-        return cls(w[0], w[1], w[2], w[3], w[4], tuple(EntriesView.from_wire(v) for v in w[5]))
-
-
+@wired
 @dataclass(frozen=True, slots=True)
-class ShardView:
+class ShardView(Wired):
     """One branch mode of a hot session, ready for BM25 without re-tokenizing.
 
     ``entries`` carry display text (cut to ``maxEntryChars``); ``token_counts[i]`` is the
@@ -291,49 +212,25 @@ class ShardView:
 
     branches: str
     lineage_fingerprint: str
-    entries: tuple[NormalizedEntry, ...]
-    token_counts: tuple[int, ...]
-    postings: dict[str, bytes]
-    reasons: tuple[str, ...]
-    replaces: int = 0
-    dropped: tuple[str, ...] = ()
-
-    def to_wire(self) -> Wire:
-        wire: list[Any] = [
-            self.branches,
-            self.lineage_fingerprint,
-            [e.to_wire() for e in self.entries],
-            list(self.token_counts),
-            dict(sorted(self.postings.items())),
-            list(self.reasons),
-        ]
-        if self.replaces:  # as in EntriesView: other records keep their bytes
-            wire += [self.replaces, sorted(self.dropped)]
-        return wire
-
-    @classmethod
-    def from_wire(cls, w: Wire) -> ShardView:
-        return cls(
-            w[0],
-            w[1],
-            tuple(NormalizedEntry.from_wire(e) for e in w[2]),
-            tuple(w[3]),
-            w[4],
-            tuple(w[5]),
-            w[6] if len(w) > 6 else 0,
-            tuple(w[7]) if len(w) > 7 else (),
-        )
+    entries: tuple[NormalizedEntry, ...] = field(metadata=wire(nested_tuple(NormalizedEntry)))
+    token_counts: tuple[int, ...] = field(metadata=wire(TUPLE))
+    postings: dict[str, bytes] = field(metadata=wire(SORTED_MAP))
+    reasons: tuple[str, ...] = field(metadata=wire(TUPLE))
+    # as in EntriesView: other records keep their bytes
+    replaces: int = field(default=0, metadata=wire(since=2, omit=True))
+    dropped: tuple[str, ...] = field(default=(), metadata=wire(SORTED, since=2, omit=True))
 
 
+@wired
 @dataclass(frozen=True, slots=True)
-class HotShard:
+class HotShard(Wired):
     path: str
     session_id: str
     agent: str
     cwd: str
     source_hash: str
     policy: str
-    views: tuple[ShardView, ...]
+    views: tuple[ShardView, ...] = field(metadata=wire(nested_tuple(ShardView)))
 
     def view(self, branches: str) -> ShardView:
         for v in self.views:
@@ -341,24 +238,10 @@ class HotShard:
                 return v
         return self.views[0]
 
-    def to_wire(self) -> Wire:
-        return [
-            self.path,
-            self.session_id,
-            self.agent,
-            self.cwd,
-            self.source_hash,
-            self.policy,
-            [v.to_wire() for v in self.views],
-        ]
 
-    @classmethod
-    def from_wire(cls, w: Wire) -> HotShard:
-        return cls(w[0], w[1], w[2], w[3], w[4], w[5], tuple(ShardView.from_wire(v) for v in w[6]))
-
-
+@wired
 @dataclass(frozen=True, slots=True)
-class ColdView:
+class ColdView(Wired):
     """One branch mode of a cold session: the seed's digest fields.
 
     ``vocabulary`` is the sorted (by UTF-8 bytes) unique canonical terms joined by ``\\n``
@@ -371,62 +254,29 @@ class ColdView:
     entry_count: int
     first_ts: int | None
     last_ts: int | None
-    files_touched: tuple[str, ...]
-    tool_histogram: tuple[tuple[str, int], ...]
+    files_touched: tuple[str, ...] = field(metadata=wire(TUPLE))
+    tool_histogram: tuple[tuple[str, int], ...] = field(metadata=wire(ROWS))
     error_count: int
     vocabulary: bytes
     vocabulary_bytes: int
-    addresses: tuple[Address, ...]
-    reasons: tuple[str, ...]
+    # Digests written before the family have 11 fields per address, before the sidechain 12.
+    addresses: tuple[Address, ...] = field(metadata=wire(ROWS))
+    reasons: tuple[str, ...] = field(metadata=wire(TUPLE))
     # one byte per vocabulary term, in vocabulary order (store.rankstats: prose bit, entry
     # count bucket); shorter than the vocabulary only in records written before it existed
-    term_stats: bytes = b""
-
-    def to_wire(self) -> Wire:
-        return [
-            self.branches,
-            self.lineage_fingerprint,
-            self.entry_count,
-            self.first_ts,
-            self.last_ts,
-            list(self.files_touched),
-            [list(p) for p in self.tool_histogram],
-            self.error_count,
-            self.vocabulary,
-            self.vocabulary_bytes,
-            [list(a) for a in self.addresses],
-            list(self.reasons),
-            self.term_stats,
-        ]
-
-    @classmethod
-    def from_wire(cls, w: Wire) -> ColdView:
-        return cls(
-            w[0],
-            w[1],
-            w[2],
-            w[3],
-            w[4],
-            tuple(w[5]),
-            tuple((k, n) for k, n in w[6]),
-            w[7],
-            w[8],
-            w[9],
-            tuple(tuple(a) for a in w[10]),
-            tuple(w[11]),
-            w[12] if len(w) > 12 else b"",
-        )
+    term_stats: bytes = field(default=b"", metadata=wire(since=2))
 
 
+@wired
 @dataclass(frozen=True, slots=True)
-class ColdDigest:
+class ColdDigest(Wired):
     path: str
     session_id: str
     agent: str
     cwd: str
     source_hash: str
     policy: str
-    views: tuple[ColdView, ...]
+    views: tuple[ColdView, ...] = field(metadata=wire(nested_tuple(ColdView)))
 
     def view(self, branches: str) -> ColdView:
         for v in self.views:
@@ -434,24 +284,10 @@ class ColdDigest:
                 return v
         return self.views[0]
 
-    def to_wire(self) -> Wire:
-        return [
-            self.path,
-            self.session_id,
-            self.agent,
-            self.cwd,
-            self.source_hash,
-            self.policy,
-            [v.to_wire() for v in self.views],
-        ]
 
-    @classmethod
-    def from_wire(cls, w: Wire) -> ColdDigest:
-        return cls(w[0], w[1], w[2], w[3], w[4], w[5], tuple(ColdView.from_wire(v) for v in w[6]))
-
-
+@wired
 @dataclass(frozen=True, slots=True)
-class SessionState:
+class SessionState(Wired):
     """One session as of one generation: what it was, where its records are, how complete.
 
     The stamp (dev, inode, size, mtime_ns, ctime_ns) is how a reader notices a stale
@@ -482,17 +318,20 @@ class SessionState:
     index_bytes: int
     entries_record: str
     entries_bytes: int
-    views: tuple[ViewSummary, ...]
+    views: tuple[ViewSummary, ...] = field(metadata=wire(nested_tuple(ViewSummary)))
     sidechain: bool = False
-    index_deltas: tuple[str, ...] = ()
-    entries_deltas: tuple[str, ...] = ()
+    index_deltas: tuple[str, ...] = field(default=(), metadata=wire(TUPLE))
+    entries_deltas: tuple[str, ...] = field(default=(), metadata=wire(TUPLE))
+    # Only when set: older rows keep their bytes (and chunk names).
     # (writer version, record type, count) of every line, item or content-block type the
     # adapter does not know (``stages.drift``); the version is "" when the file names none.
-    unknown_records: tuple[tuple[str, str, int], ...] = ()
+    unknown_records: tuple[tuple[str, str, int], ...] = field(
+        default=(), metadata=wire(ROWS, since=2, omit=True)
+    )
     # What the archive holds of these bytes (store.archive): "" nothing (keep is off), "kept"
     # exactly them, "archived" the source is gone and the session is read from the archive,
     # "archive_full" not (all) of them: the cap was reached.
-    archive: str = ""
+    archive: str = field(default="", metadata=wire(since=3, omit=True))
 
     @property
     def archived(self) -> bool:
@@ -510,50 +349,10 @@ class SessionState:
                 return v
         return self.views[0]
 
-    def to_wire(self) -> Wire:
-        return [
-            self.path,
-            self.agent,
-            self.session_id,
-            self.cwd,
-            self.parent_session,
-            self.dev,
-            self.inode,
-            self.size,
-            self.mtime_ns,
-            self.ctime_ns,
-            self.source_hash,
-            self.tier,
-            self.index_record,
-            self.index_bytes,
-            self.entries_record,
-            self.entries_bytes,
-            [v.to_wire() for v in self.views],
-            self.sidechain,
-            list(self.index_deltas),
-            list(self.entries_deltas),
-            # Only when set: older rows keep their bytes (and chunk names).
-            *(
-                [[list(u) for u in self.unknown_records]]
-                if self.unknown_records or self.archive
-                else []
-            ),
-            *([self.archive] if self.archive else []),
-        ]
 
-    @classmethod
-    def from_wire(cls, w: Wire) -> SessionState:
-        return cls(
-            w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7], w[8], w[9], w[10], w[11], w[12],
-            w[13], w[14], w[15], tuple(ViewSummary.from_wire(v) for v in w[16]), w[17],
-            tuple(w[18]), tuple(w[19]),
-            tuple((v, t, n) for v, t, n in w[20]) if len(w) > 20 else (),
-            w[21] if len(w) > 21 else "",
-        )  # fmt: skip
-
-
+@wired
 @dataclass(frozen=True, slots=True)
-class SessionChunk:
+class SessionChunk(Wired):
     """A slice of a generation's sessions, stored as a content-addressed record.
 
     The writer spreads a manifest's sessions over a fixed number of chunks by a hash of the
@@ -561,34 +360,22 @@ class SessionChunk:
     chunk names instead of every session's row.
     """
 
-    sessions: tuple[SessionState, ...]
-
-    def to_wire(self) -> Wire:
-        return [[s.to_wire() for s in self.sessions]]
-
-    @classmethod
-    def from_wire(cls, w: Wire) -> SessionChunk:
-        return cls(tuple(SessionState.from_wire(s) for s in w[0]))
+    sessions: tuple[SessionState, ...] = field(metadata=wire(nested_tuple(SessionState)))
 
 
+@wired
 @dataclass(frozen=True, slots=True)
-class SkippedFile:
+class SkippedFile(Wired):
     """An eligible-looking file that is not indexed, with the reason (e.g. unreadable)."""
 
     path: str
     agent: str
     reason: str
 
-    def to_wire(self) -> Wire:
-        return [self.path, self.agent, self.reason]
 
-    @classmethod
-    def from_wire(cls, w: Wire) -> SkippedFile:
-        return cls(w[0], w[1], w[2])
-
-
+@wired
 @dataclass(frozen=True, slots=True)
-class Manifest:
+class Manifest(Wired):
     """One generation of the index: every session and the records that make it up.
 
     ``sessions`` is sorted by path. ``roots`` maps agent to the resolved root directory the
@@ -605,49 +392,17 @@ class Manifest:
     generation: int
     created_ns: int
     policy: str
-    roots: dict[str, str]
+    roots: dict[str, str] = field(metadata=wire(SORTED_MAP))
     hot_sessions: int
-    sessions: tuple[SessionState, ...]
-    skipped: tuple[SkippedFile, ...] = ()
-    reasons: tuple[str, ...] = ()
-    chunks: tuple[str, ...] = ()
-    lexicon: tuple[str, ...] = ()
-    sources: dict[str, SourceSpec] = field(default_factory=dict)
-
-    def to_wire(self) -> Wire:
-        return [
-            self.generation,
-            self.created_ns,
-            self.policy,
-            dict(sorted(self.roots.items())),
-            self.hot_sessions,
-            [s.to_wire() for s in self.sessions],
-            [s.to_wire() for s in self.skipped],
-            list(self.reasons),
-            list(self.chunks),
-            list(self.lexicon),
-            # Only when set: a manifest without source facts keeps the bytes it always had.
-            *([{a: spec.to_wire() for a, spec in sorted(self.sources.items())}]
-              if self.sources else []),
-        ]  # fmt: skip
-
-    @classmethod
-    def from_wire(cls, w: Wire) -> Manifest:
-        return cls(
-            w[0],
-            w[1],
-            w[2],
-            dict(w[3]),
-            w[4],
-            tuple(SessionState.from_wire(s) for s in w[5]),
-            tuple(SkippedFile.from_wire(s) for s in w[6]),
-            tuple(w[7]),
-            tuple(w[8]) if len(w) > 8 else (),
-            tuple(w[9]) if len(w) > 9 else (),
-            {a: SourceSpec.from_wire(spec) for a, spec in dict(w[10]).items()}
-            if len(w) > 10
-            else {},
-        )
+    sessions: tuple[SessionState, ...] = field(metadata=wire(nested_tuple(SessionState)))
+    skipped: tuple[SkippedFile, ...] = field(default=(), metadata=wire(nested_tuple(SkippedFile)))
+    reasons: tuple[str, ...] = field(default=(), metadata=wire(TUPLE))
+    chunks: tuple[str, ...] = field(default=(), metadata=wire(TUPLE, since=2))
+    lexicon: tuple[str, ...] = field(default=(), metadata=wire(TUPLE, since=2))
+    # Only when set: a manifest without source facts keeps the bytes it always had.
+    sources: dict[str, SourceSpec] = field(
+        default_factory=dict, metadata=wire(nested_map(SourceSpec), since=3, omit=True)
+    )
 
     def records(self) -> set[str]:
         """Every record file name this generation references (its chunks included)."""
@@ -665,8 +420,9 @@ def session_records(sessions: Iterable[SessionState]) -> set[str]:
     return names
 
 
+@wired
 @dataclass(frozen=True, slots=True)
-class SourceEvent:
+class SourceEvent(Wired):
     """A change the watcher saw: ``kind`` is ``append``, ``rewrite`` or ``delete``.
 
     ``start``/``end`` are the byte range to parse for an append (``start`` = previously
@@ -685,23 +441,3 @@ class SourceEvent:
     observed_ns: int
     position: int = -1
     extra: dict[str, Any] = field(default_factory=dict)
-
-    def to_wire(self) -> Wire:
-        return [
-            self.kind,
-            self.path,
-            self.agent,
-            self.dev,
-            self.inode,
-            self.size,
-            self.mtime_ns,
-            self.start,
-            self.end,
-            self.observed_ns,
-            self.position,
-            self.extra,
-        ]
-
-    @classmethod
-    def from_wire(cls, w: Wire) -> SourceEvent:
-        return cls(w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7], w[8], w[9], w[10], w[11])

@@ -15,7 +15,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fnmatch import translate
 from functools import cached_property
-from typing import Any, Final
+from typing import Final
+
+from store.schema import TUPLE, Wired, nested, nested_tuple, wire, wired
 
 __all__ = [
     "ABSOLUTE",
@@ -43,8 +45,9 @@ def _compiled(patterns: Sequence[str]) -> re.Pattern[str] | None:
     return re.compile("|".join(f"(?:{translate(p)})" for p in patterns))
 
 
+@wired
 @dataclass(frozen=True)
-class SessionFiles:
+class SessionFiles(Wired):
     """Which file names under an agent's root are its sessions (any folder depth).
 
     ``patterns`` are ``fnmatch`` patterns over the file's name, case-sensitive. A hidden name
@@ -54,8 +57,8 @@ class SessionFiles:
     ``rollout-*.json``).
     """
 
-    patterns: tuple[str, ...] = ("*.jsonl",)
-    whole: tuple[str, ...] = ()
+    patterns: tuple[str, ...] = field(default=("*.jsonl",), metadata=wire(TUPLE))
+    whole: tuple[str, ...] = field(default=(), metadata=wire(TUPLE))
 
     def __post_init__(self) -> None:
         if not self.patterns:
@@ -88,16 +91,10 @@ class SessionFiles:
         name = path.rsplit("/", 1)[-1]
         return self._whole is not None and self._whole.fullmatch(name) is not None
 
-    def to_wire(self) -> list[Any]:
-        return [list(self.patterns), list(self.whole)]
 
-    @classmethod
-    def from_wire(cls, w: list[Any]) -> SessionFiles:
-        return cls(tuple(w[0]), tuple(w[1]))
-
-
+@wired
 @dataclass(frozen=True, slots=True)
-class ProjectFolder:
+class ProjectFolder(Wired):
     """How a writer names the folder, directly under its root, holding one cwd's sessions::
 
         name = prefix + re.sub(unsafe, "-", relative) + suffix      (``bare`` when relative is "")
@@ -146,13 +143,6 @@ class ProjectFolder:
             return self.bare
         return self.prefix + re.sub(self.unsafe, "-", relative) + self.suffix
 
-    def to_wire(self) -> list[Any]:
-        return [self.base, self.prefix, self.suffix, self.unsafe, self.bare]
-
-    @classmethod
-    def from_wire(cls, w: list[Any]) -> ProjectFolder:
-        return cls(w[0], w[1], w[2], w[3], w[4])
-
 
 def folder_names(
     rules: Sequence[ProjectFolder], forms: Iterable[str], bases: Mapping[str, Sequence[str]]
@@ -168,19 +158,15 @@ def folder_names(
     return names
 
 
+@wired
 @dataclass(frozen=True)
-class SourceSpec:
+class SourceSpec(Wired):
     """What a manifest records of one agent's source for the query side."""
 
-    files: SessionFiles = field(default_factory=SessionFiles)
-    folders: tuple[ProjectFolder, ...] = ()
-
-    def to_wire(self) -> list[Any]:
-        return [self.files.to_wire(), [f.to_wire() for f in self.folders]]
-
-    @classmethod
-    def from_wire(cls, w: list[Any]) -> SourceSpec:
-        return cls(SessionFiles.from_wire(w[0]), tuple(ProjectFolder.from_wire(f) for f in w[1]))
+    files: SessionFiles = field(default_factory=SessionFiles, metadata=wire(nested(SessionFiles)))
+    folders: tuple[ProjectFolder, ...] = field(
+        default=(), metadata=wire(nested_tuple(ProjectFolder))
+    )
 
 
 def session_stem(name: str) -> str:

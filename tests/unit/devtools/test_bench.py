@@ -166,6 +166,7 @@ def test_the_socket_floor_is_a_round_trip_to_an_echo_process() -> None:
     assert floor["n"] == 50 and 0 < floor["p50"] <= floor["p95"] <= floor["p99"]
 
 
+@pytest.mark.slow
 @pytest.mark.integration
 def test_bench_runs_end_to_end_on_a_tiny_corpus(tmp_path: Path) -> None:
     # What an earlier run left: set aside before the builds, deleted after the measurements.

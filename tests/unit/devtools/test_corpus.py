@@ -428,6 +428,7 @@ def test_bad_arguments_are_refused(tmp_path: Path) -> None:
         generate(tmp_path / "c", sessions=2, mean_kb=10, seed=1, agents=())
 
 
+@pytest.mark.slow
 @settings(
     max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )

@@ -17,6 +17,8 @@ from store.layout import IndexLayout
 from tests.helpers import PiRoot, header, user
 
 T0 = 1_700_000_000_000
+# A pause timer no run reaches: a pause that ends did so for its wake or its stop flag.
+TIMER = 600.0
 
 
 def _flag() -> Flag:
@@ -27,18 +29,19 @@ def test_a_pause_ends_when_work_arrives() -> None:
     wake = threading.Event()
     threading.Timer(0.05, wake.set).start()
     started = time.monotonic()
-    _pause(_flag(), wake, 30.0)
-    assert time.monotonic() - started < 5.0
+    _pause(_flag(), wake, TIMER)
+    # far below the timer, however loaded the machine: the wake ended the pause
+    assert time.monotonic() - started < TIMER / 2
 
 
 def test_a_pause_ends_on_stop_and_on_its_timer() -> None:
     stop = _flag()
     stop.set()
     started = time.monotonic()
-    _pause(stop, threading.Event(), 30.0)
+    _pause(stop, threading.Event(), TIMER)
     _pause(_flag(), threading.Event(), 0.01)
-    _pause(stop, None, 30.0)
-    assert time.monotonic() - started < 5.0
+    _pause(stop, None, TIMER)
+    assert time.monotonic() - started < TIMER / 2
 
 
 def test_one_wait_takes_every_release_so_far() -> None:

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 
@@ -328,6 +329,7 @@ def _one_user_entry(sid: str, text: str) -> tuple[str, int, list[dict[str, Any]]
     return CWDS[0], 1000, [header(sid, CWDS[0]), user(f"{sid}-0", None, text, T0)]
 
 
+@pytest.mark.slow
 @settings(
     max_examples=80,
     deadline=None,

@@ -492,6 +492,7 @@ _VALUES = st.recursive(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=150, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.dictionaries(_KEYS, _VALUES, max_size=8), max_size=8), st.booleans())
 def test_codex_shaped_garbage_never_raises(lines: list[dict[str, Any]], flag: bool) -> None:

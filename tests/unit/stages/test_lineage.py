@@ -284,6 +284,7 @@ def test_selected_is_in_file_order_even_when_links_point_forward() -> None:
     assert active(session) == ("c", ("a", "b", "c"), (0, 1, 2), ())
 
 
+@pytest.mark.slow
 def test_a_very_deep_session_walks_without_recursion() -> None:
     depth = 200_000
     records = [node(0, "n0", None)] + [node(i, f"n{i}", f"n{i - 1}") for i in range(1, depth)]

@@ -771,6 +771,7 @@ _json = st.recursive(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow], deadline=None)
 @given(
     records=st.lists(st.dictionaries(_keys, _json, max_size=6), max_size=6),
@@ -799,6 +800,7 @@ _message_like = st.fixed_dictionaries(
 )  # fmt: skip
 
 
+@pytest.mark.slow
 @settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow], deadline=None)
 @given(records=st.lists(_message_like, max_size=5))
 def test_arbitrary_messages_never_raise(records: list[dict[str, Any]]) -> None:
