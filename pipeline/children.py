@@ -30,7 +30,7 @@ from typing import Any, Final, Protocol
 
 import structlog
 
-from pipeline.indexer import policy_of
+from pipeline.engine import policy_of
 from pipeline.logs import configure_logging
 from pipeline.publisher import Publisher
 from pipeline.quarantine import Breadcrumb, Quarantined

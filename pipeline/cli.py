@@ -27,7 +27,7 @@ from dataclasses import replace
 import structlog
 
 from pipeline import __version__
-from pipeline.indexer import build_index, tty_progress
+from pipeline.catchup import catch_up, tty_progress
 from pipeline.logs import configure_logging
 from pipeline.pool import TaskFailed, WorkerDied
 from pipeline.status import collect_status, render_status
@@ -211,13 +211,14 @@ def _main(argv: Sequence[str] | None) -> int:
         if args.command == "forget":
             return _forget(config, args)
         if args.command == "rebuild":
+            # the journal and checkpoints go too: a rebuild replays the sources from empty
             StoreWriter(config.index_dir).wipe()
-            report = build_index(config, processes=args.processes, progress=tty_progress())
+            report = catch_up(config, processes=args.processes, progress=tty_progress())
             return EXIT_PARTIAL if report.failed and report.errors else EXIT_OK
         if args.command == "run":
             if not args.once:
                 return _run_always_on(config, args)
-            report = build_index(config, processes=args.processes, progress=tty_progress())
+            report = catch_up(config, processes=args.processes, progress=tty_progress())
             if args.json:
                 sys.stdout.write(jsonio.dumps(report.as_dict()).decode() + "\n")
             return EXIT_PARTIAL if report.errors else EXIT_OK

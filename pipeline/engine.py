@@ -23,7 +23,7 @@ from __future__ import annotations
 import os
 import traceback
 from collections import OrderedDict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -32,21 +32,23 @@ import structlog
 
 from pipeline.archiving import ArchiveSettings, keeper, read_chain, usable
 from pipeline.discovery import subagent_meta
-from pipeline.session_job import Job, build_session, read_source
+from pipeline.session_job import Job, JobResult, build_session, read_source
 from stages.agents import adapter
 from stages.appender import Delta, HotSession, asks_sidecar, commit, extend, hot_session
 from stages.policy import Policy
 from stages.tier import COLD
 from store.archive import ARCHIVED, KEPT, NOT_KEPT
+from store.config import Config
 from store.deltas import concat_entries, concat_shards
 from store.errors import CorruptRecord, is_disk_full
 from store.files import open_quietly
-from store.reasons import INDEX_ERROR, SOURCE_UNAVAILABLE
+from store.reasons import INDEX_ERROR, SOURCE_UNAVAILABLE, SOURCE_UNREADABLE
 from store.records import SessionState, SkippedFile, SourceEvent
 from store.writer import StoreWriter
 
 __all__ = [
     "DELETE",
+    "Builder",
     "REWRITE",
     "APPEND",
     "Change",
@@ -55,9 +57,11 @@ __all__ = [
     "EngineSettings",
     "SessionEngine",
     "Skip",
+    "UNREADABLE",
     "Upsert",
     "event_ctime",
     "event_hash",
+    "policy_of",
 ]
 
 log = structlog.get_logger()
@@ -65,6 +69,9 @@ log = structlog.get_logger()
 APPEND, REWRITE, DELETE = "append", "rewrite", "delete"
 # `pipeline forget` / `[sources] exclude`: the session leaves the index and the archive
 FORGET = "forget"
+# a folder that cannot be listed (its path is the folder's): named in coverage as skipped,
+# while what the index holds of the sessions in it is kept (``discovery.under``)
+UNREADABLE = "unreadable"
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,6 +134,25 @@ class EngineCounters:
         }
 
 
+# Whole builds run elsewhere ahead of time (a catch-up's worker processes): the jobs and
+# their source sizes in, each job's result out (in any order).
+Builder = Callable[[Sequence[Job], Mapping[str, int]], Iterable[JobResult]]
+
+
+def policy_of(config: Config) -> Policy:
+    """The index policy *config* sets: what every record is built under."""
+    m = config.memory
+    return Policy(
+        max_entry_chars=m.max_entry_chars,
+        index_thinking=m.index_thinking,
+        index_tool_output=m.index_tool_output,
+        max_cold_vocabulary_bytes=m.max_cold_vocabulary_bytes,
+        max_cold_cache_bytes=m.max_cold_cache_bytes,
+        redact=config.privacy.redact,
+        redact_disabled=config.privacy.disabled_rules,
+    )
+
+
 def event_hash(event: SourceEvent) -> str | None:
     """The blake3 hex of the file's first ``end`` bytes as the watcher read them."""
     found = event.extra.get("hash")
@@ -149,6 +175,7 @@ class SessionEngine:
         settings: EngineSettings | None = None,
         clock: Callable[[], float],
         archive: ArchiveSettings | None = None,
+        builder: Builder | None = None,
     ) -> None:
         self.index_dir = Path(index_dir)
         self.policy = policy
@@ -161,6 +188,9 @@ class SessionEngine:
         # changes to other sessions a change made (an old version retired on a rewrite):
         # the worker takes them after each call
         self.extra: list[Change] = []
+        self.builder = builder
+        # (path, tier) -> the whole build *builder* made of it, taken by ``whole``
+        self._prebuilt: dict[tuple[str, str], JobResult] = {}
         self._hot: OrderedDict[str, HotSession] = OrderedDict()
         self._changed: dict[str, float] = {}
 
@@ -176,6 +206,9 @@ class SessionEngine:
     ) -> Change | None:
         """The change the journal *events* of one session make (None: nothing to publish)."""
         last = events[-1]
+        if last.kind == UNREADABLE:
+            self.forget(path)
+            return Skip(SkippedFile(path, agent, SOURCE_UNREADABLE))
         if last.kind == FORGET:
             self.forget(path)
             if self.keeper is not None:
@@ -210,10 +243,43 @@ class SessionEngine:
             return self.whole(path, agent, tier)
         return change
 
+    def builds_whole(
+        self, events: Sequence[SourceEvent], state: SessionState | None, tier: str
+    ) -> bool:
+        """True when ``apply`` of *events* builds the session whole (what ``prebuild`` may
+        do ahead of time): a change to a session with no hot state."""
+        last = events[-1]
+        if last.kind in (FORGET, DELETE, UNREADABLE) or last.path in self._hot:
+            return False
+        return not (state is not None and state.tier == tier and _same_bytes(state, last))
+
+    def prebuild(self, wanted: Sequence[tuple[str, str, str, int]]) -> None:
+        """Build the sessions *wanted* (path, agent, tier, size) whole with the builder, all
+        at once, for ``whole`` to take: a backlog of whole builds runs in parallel. Only a
+        catch-up does this: a session built so keeps no hot state (its next change is a
+        whole build), which a process about to exit does not need."""
+        if self.builder is None or not wanted:
+            return
+        jobs = [
+            Job(path, agent, tier, self.policy, str(self.index_dir), self.archive)
+            for path, agent, tier, _ in wanted
+        ]
+        sizes = {path: size for path, _, _, size in wanted}
+        tiers = {path: tier for path, _, tier, _ in wanted}
+        for result in self.builder(jobs, sizes):
+            self._prebuilt[(result.path, tiers[result.path])] = result
+
     def whole(self, path: str, agent: str, tier: str) -> Change:
         """Index the session whole (every stage) and keep its hot state; a session whose
         source is gone is built (cold) from its archived bytes."""
         self.counters.whole += 1
+        done = self._prebuilt.pop((path, tier), None)
+        if done is not None and done.state is not None and not done.state.archived:
+            # Built from the file, as below; anything else (a failure, a file gone meanwhile)
+            # is built here again, so it takes the same way as without a builder.
+            self.extra.extend(Upsert(s) for s in done.retired)
+            self.extra.extend(Drop(k) for k in done.dropped)
+            return Upsert(done.state)
         try:
             data, stamp = read_source(path)
         except (FileNotFoundError, NotADirectoryError):

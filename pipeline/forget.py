@@ -9,9 +9,9 @@
                   the owning worker removes the chain, the publisher drops the session and
                   collects every older generation once the grace period has passed; this
                   command waits until the published index no longer names them
-           no  ─► the same events are journaled here, the chains removed, a generation
-                  without the sessions published (its cold lexicon rebuilt without their
-                  terms) and every older generation collected at once
+           no  ─► `run --once`'s catch-up does the same here (and takes in whatever else
+                  changed): a generation without the sessions (its cold lexicon rebuilt
+                  without their terms), every older generation collected at once
 
 Nothing of a forgotten session is left to read afterwards: not its records, not a lexicon
 segment holding its terms, not its archived bytes (tests/unit/archive/test_forget.py greps
@@ -24,23 +24,18 @@ import os
 import re
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Final
 
 import structlog
 
-from pipeline.lexicon import LexiconKeeper
-from pipeline.resume import journal_start
 from store.archive import source_of
 from store.archive_writer import ArchiveWriter
 from store.config import Config
 from store.errors import SnapshotMissing, StoreLocked
-from store.journal import FileJournal
-from store.layout import IndexLayout
 from store.reader import open_snapshot, read_current
-from store.records import Manifest, SourceEvent
-from store.writer import StoreWriter
+from store.records import Manifest
 
 __all__ = ["ForgetReport", "Selection", "forget", "parse_before", "select"]
 
@@ -183,11 +178,9 @@ def forget(
     log.info("forget.started", sessions=len(paths))
     archive = ArchiveWriter(config.archive_dir, max_bytes=config.archive.max_bytes)
     archive.forget(paths)  # first: from now on nothing indexes them again
-    writer = StoreWriter(config.index_dir)
     try:
-        with writer.lock():
-            report.by = "this command"
-            report.generation = _apply(config, writer, archive, manifest, report.forgotten)
+        report.generation = _apply(config, archive, manifest, paths)
+        report.by = "this command"
     except StoreLocked:
         report.by = "the running pipeline"
         started = clock()
@@ -198,48 +191,21 @@ def forget(
 
 
 def _apply(
-    config: Config,
-    writer: StoreWriter,
-    archive: ArchiveWriter,
-    manifest: Manifest,
-    forgotten: Sequence[dict[str, str]],
+    config: Config, archive: ArchiveWriter, manifest: Manifest, paths: Sequence[str]
 ) -> int | None:
-    """With the writer lock: journal, remove the chains, publish without them, collect."""
-    layout = IndexLayout(config.index_dir)
-    now_ns = time.time_ns()
-    journal = FileJournal(layout.journal, writable=True, start_at=journal_start(config.index_dir))
-    try:
-        journal.append(
-            [
-                SourceEvent("forget", f["path"], f["agent"], 0, 0, 0, 0, 0, 0, now_ns)
-                for f in forgotten
-            ]
-        )
-    finally:
-        journal.close()
-    for f in forgotten:
-        archive.remove(f["path"])
+    """No pipeline runs: the catch-up journals a forget event per session (its watcher sees
+    the tombstones), publishes without them and collects every older generation now.
+    Raises StoreLocked when a pipeline holds the index."""
+    from pipeline.catchup import catch_up  # deferred: the pool and stages only when applied
+
+    generation = None
+    if manifest.generation:
+        caught = catch_up(config, collect_now=True)
+        generation = caught.generations[-1] if caught.generations else None
+    # with keep = false too: what was kept is removed all the same
+    for path in paths:
+        archive.remove(path)
     archive.collect(age_s=0)
-    if not manifest.generation:
-        return None
-    gone = {f["path"] for f in forgotten}
-    sessions = tuple(s for s in manifest.sessions if s.path not in gone)
-    cold = [s for s in sessions if s.tier != "hot"]
-    lexicon = LexiconKeeper(writer).complete(manifest.lexicon, cold)
-    generation = writer.current_generation() + 1
-    writer.publish(
-        replace(
-            manifest,
-            generation=generation,
-            created_ns=now_ns,
-            sessions=sessions,
-            skipped=tuple(k for k in manifest.skipped if k.path not in gone),
-            chunks=(),
-            lexicon=lexicon,
-        )
-    )
-    # Forgetting means now: no older generation (nor the records only it names) is kept.
-    writer.collect_garbage(keep_generations=1, grace_seconds=0)
     return generation
 
 

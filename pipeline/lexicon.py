@@ -36,7 +36,6 @@ __all__ = [
     "LexiconKeeper",
     "LexiconPlan",
     "bucket_count",
-    "bucket_of",
     "build_bucket",
     "vocabulary_from_record",
 ]
@@ -55,13 +54,6 @@ def bucket_count(digests: int) -> int:
     while count * BUCKET_DIGESTS < digests:
         count *= 2
     return count
-
-
-def bucket_of(path: str, count: int) -> int:
-    """The bucket of the session at *path*: fixed by the path, so the indexer knows a
-    session's bucket before indexing it (and can build a bucket as soon as its last
-    session is done)."""
-    return _path_hash(path) % count
 
 
 def _path_hash(path: str) -> int:

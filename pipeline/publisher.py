@@ -15,14 +15,14 @@ from __future__ import annotations
 
 import bisect
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Final
 
 import structlog
 
 from pipeline.discovery import source_specs
 from pipeline.engine import Drop, Skip, Upsert
-from pipeline.lexicon import LexiconKeeper
+from pipeline.lexicon import BucketBuilder, LexiconKeeper
 from pipeline.pool import BackgroundBuilds
 from pipeline.resume import PUBLISH_STAGE, resume_after, usable_manifest
 from pipeline.settings import RunSettings
@@ -40,6 +40,10 @@ __all__ = ["PUBLISH_VERSION", "Publisher"]
 log = structlog.get_logger()
 
 PUBLISH_VERSION: Final = 1
+
+
+def _path(skipped: SkippedFile) -> str:
+    return skipped.path
 
 
 class Publisher:
@@ -190,7 +194,9 @@ class Publisher:
         if old.tier != "hot":
             self._cold_changed = True
 
-    def _publish(self, now: float) -> None:
+    def _publish(
+        self, now: float, pending: Sequence[SkippedFile] = (), reasons: tuple[str, ...] = ()
+    ) -> None:
         generation = self.writer.current_generation() + 1
         before = self.writer.bytes_written
         if self._cold_changed or self._lexicon_built:
@@ -211,7 +217,10 @@ class Publisher:
             roots={agent: str(root) for agent, root in self.config.roots.items()},
             hot_sessions=self.config.memory.hot_sessions,
             sessions=tuple(map(self.sessions.__getitem__, self._paths)),
-            skipped=tuple(self.skipped[p] for p in sorted(self.skipped)),
+            skipped=tuple(
+                sorted({**{k.path: k for k in pending}, **self.skipped}.values(), key=_path)
+            ),
+            reasons=reasons,
             lexicon=self.lexicon,
             sources=source_specs(self.config.roots),
         )
@@ -310,6 +319,55 @@ class Publisher:
             self.position = self._candidate
             self.on_published(self.position)
         self._checkpoint(now, idle=True)
+
+    def take(self) -> bool:
+        """Apply what the workers handed over, without publishing; True when there was any."""
+        got = False
+        batch = self.inbox.get(0)
+        while batch is not None:
+            self._apply(batch)
+            got = True
+            batch = self.inbox.get(0)
+        if got:
+            workers = range(self.settings.workers)
+            self._candidate = min(self._handed.get(w, self._boot_position) for w in workers)
+        return got
+
+    def publish_pending(self, now: float, pending: Sequence[tuple[str, str]], reason: str) -> None:
+        """Publish what was handed over while a catch-up still has work: the sessions not
+        indexed yet are named skipped with *reason* (and so is the generation), the lexicon
+        is what is built (a digest no segment covers answers from its own vocabulary)."""
+        self.take()
+        cold = [s for s in self.sessions.values() if s.tier != "hot"]
+        self.lexicon = self._lexicons.plan([*self.lexicon, *self._lexicon_built], cold).segments
+        self._lexicon_todo, self._lexicon_built = [], []
+        self._cold_changed = False
+        waiting = [SkippedFile(p, a, reason) for p, a in pending if p not in self.sessions]
+        self._publish(now, waiting, (reason,))
+        self._dirty = True  # the last generation names them no more
+
+    def finish(
+        self, now: float, build_all: BucketBuilder | None = None, *, first: bool = False
+    ) -> int | None:
+        """Publish what was handed over in one generation with its whole lexicon (the
+        missing buckets built by *build_all*, else here), and checkpoint: how a catch-up
+        ends (*first*: publish even an empty index, so there is one). Returns the generation
+        published, None when nothing changed."""
+        self.take()
+        published = None
+        if self._dirty or (first and not self.writer.current_generation()):
+            cold = [s for s in self.sessions.values() if s.tier != "hot"]
+            known = [*self.lexicon, *self._lexicon_built]
+            self.lexicon = self._lexicons.complete(known, cold, build_all)
+            self._lexicon_todo, self._lexicon_built = [], []
+            self._cold_changed = False
+            self._publish(now)
+            published = self.writer.current_generation()
+        if self._candidate > self.position:
+            self.position = self._candidate
+            self.on_published(self.position)
+        self._checkpoint(now, idle=True)
+        return published
 
     def close(self) -> None:
         """Stop the background lexicon builds (after ``flush``)."""

@@ -16,7 +16,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import replace
 
-from pipeline.indexer import policy_of
+from pipeline.engine import Builder, policy_of
 from pipeline.publisher import Publisher
 from pipeline.resume import journal_start
 from pipeline.settings import RunSettings
@@ -53,7 +53,11 @@ class InlineRunner:
         *,
         journal: Journal | None = None,
         clock: Callable[[], float] = time.monotonic,
+        mailbox: Mailbox | None = None,
+        builder: Builder | None = None,
+        now_ns: Callable[[], int] = time.time_ns,
     ) -> None:
+        """*builder*: where the worker's whole builds run (``pipeline.catchup``'s pool)."""
         self.config = config
         self.settings = replace(settings or RunSettings(), workers=1)
         self.clock = clock
@@ -63,7 +67,7 @@ class InlineRunner:
             layout.journal, writable=True, start_at=journal_start(config.index_dir)
         )
         self.writer = StoreWriter(config.index_dir)
-        self.mailbox = Mailbox()
+        self.mailbox = mailbox or Mailbox()
         self.publisher = Publisher(
             config,
             settings=self.settings,
@@ -72,6 +76,7 @@ class InlineRunner:
             policy=policy,
             writer=self.writer,
             clock=clock,
+            now_ns=now_ns,
         )
         self.worker = IndexWorker(
             config,
@@ -81,6 +86,7 @@ class InlineRunner:
             outbox=self.mailbox,
             policy=policy,
             clock=clock,
+            builder=builder,
         )
         self.watcher = Watcher(
             config,

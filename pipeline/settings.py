@@ -31,6 +31,8 @@ class RunSettings:
     max_pending_events: int = 20_000
     # index workers
     batch_events: int = 512
+    # source bytes of one batch's events, about (a catch-up's ``maxSyncSourceBytes``)
+    batch_bytes: int = 1 << 62
     flush_s: float = 0.5
     checkpoint_s: float = 1.0
     idle_min_s: float = 0.005

@@ -36,6 +36,7 @@ from watchdog.observers.api import BaseObserver
 from pipeline.archiving import archive_of, begins_with
 from pipeline.classify import Known, classify, known_from_event
 from pipeline.discovery import discover, is_session, under
+from pipeline.engine import UNREADABLE
 from pipeline.keepout import KeepOut
 from pipeline.resume import resume_after, usable_manifest
 from pipeline.settings import RunSettings
@@ -222,13 +223,14 @@ class Watcher:
         if self._first_scan:
             self._first_scan = False
             self._unknown_chains(candidates)
-        seen: set[str] = set()
+        seen: set[str] = set(unreadable)  # a folder named skipped stays while it is so
         changed: list[str] = []
         for c in candidates:
             seen.add(c.path)
             known = self.view.get(c.path)
             if known is None or known.stamp != c.stamp or known.agent != c.agent:
                 changed.append(c.path)
+        self._unreadable(problems)
         # A file in a folder that cannot be listed is not known to be gone.
         changed += [p for p in self.view if p not in seen and not under(unreadable, p)]
         for known in self.view.values():
@@ -240,6 +242,21 @@ class Watcher:
         self.journal.trim(resume_after(self.config.index_dir, self.journal))
         if changed:
             log.info("watch.reconciled", changed=len(changed), files=len(candidates))
+
+    def _unreadable(self, problems: Iterable[tuple[str, str, str]]) -> None:
+        """Journal each folder that cannot be listed, once (coverage names it skipped); it
+        stays in the view, so once readable again it is gone and its skip goes with it."""
+        events = [
+            SourceEvent(UNREADABLE, path, agent, 0, 0, 0, 0, 0, 0, self.now_ns())
+            for path, agent, reason in problems
+            if reason == SOURCE_UNREADABLE and path not in self.view
+        ]
+        for e in events:
+            self.view[e.path] = Known(e.agent, -1, -1, -1, -1, -1, None)
+        if events:
+            placed = self.journal.append(events)
+            self.journaled += len(placed)
+            log.info("journal.appended", events=len(placed), unreadable=len(placed))
 
     # -- the archive ---------------------------------------------------------------------
 
@@ -307,7 +324,8 @@ class Watcher:
         if not names:
             return
         names -= {key_name(getattr(c, "path", "")) for c in live}
-        names -= {key_name(p) for p in self.archived}
+        # known already: in the index (a folder that cannot be listed keeps them) or archived
+        names -= {key_name(p) for p in (*self.view, *self.archived)}
         now_ns = self.now_ns()
         events: list[SourceEvent] = []
         for name in sorted(names):

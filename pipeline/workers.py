@@ -23,7 +23,7 @@ shape in memory; parallelism comes from sharding sessions across workers.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Final, Protocol
 
@@ -31,7 +31,17 @@ import blake3
 import structlog
 
 from pipeline.archiving import archive_of
-from pipeline.engine import DELETE, FORGET, Change, Drop, SessionEngine, Skip, Upsert
+from pipeline.engine import (
+    DELETE,
+    FORGET,
+    UNREADABLE,
+    Builder,
+    Change,
+    Drop,
+    SessionEngine,
+    Skip,
+    Upsert,
+)
 from pipeline.quarantine import Breadcrumb, Quarantined
 from pipeline.resume import resume_after, usable_manifest
 from pipeline.settings import RunSettings
@@ -50,6 +60,16 @@ __all__ = ["INDEX_VERSION", "Inbox", "IndexWorker", "Outbox", "WorkerBatch", "sh
 log = structlog.get_logger()
 
 INDEX_VERSION: Final = 1
+
+
+def _within(events: list[SourceEvent], budget: int) -> list[SourceEvent]:
+    """The first of *events* whose files hold up to *budget* bytes (one at least)."""
+    used = 0
+    for n, e in enumerate(events):
+        used += e.end
+        if used > budget and n:
+            return events[:n]
+    return events
 
 
 def shard_of(path: str, workers: int) -> int:
@@ -94,7 +114,9 @@ class IndexWorker:
         clock: Callable[[], float] = time.monotonic,
         breadcrumb: Breadcrumb | None = None,
         quarantine: Mapping[str, Quarantined] | None = None,
+        builder: Builder | None = None,
     ) -> None:
+        """*builder*: whole builds of a batch run ahead of time with it (``SessionEngine``)."""
         self.config = config
         # where the supervisor finds the session this worker died on (pipeline.quarantine)
         self.breadcrumb = breadcrumb
@@ -113,6 +135,7 @@ class IndexWorker:
             settings=settings.engine,
             clock=clock,
             archive=archive_of(config),
+            builder=builder,
         )
         self.checkpoints = CheckpointStore(IndexLayout(config.index_dir).checkpoints)
         self.position = -1
@@ -125,6 +148,7 @@ class IndexWorker:
         self._tiers: dict[str, str] = {}
         self._boundary: tuple[float, str] | None = None
         self._retier_pending = False
+        self._pending: set[str] = set()
         # archived sessions to drop at start: the archive is no longer kept ([archive] keep)
         self._unkept: list[str] = []
         self._checkpointed = -1
@@ -149,9 +173,26 @@ class IndexWorker:
             self.skipped = {k.path: k for k in manifest.skipped if self.owns(k.path)}
         self.position = resume_after(self.config.index_dir, self.journal)
         self._checkpointed = self.position
+        # The events not yet published place their sessions in the hot set too: a backlog
+        # (a catch-up, a restart after a while) is tiered once, not batch by batch.
+        self._pending = self._seed_pending()
         self._retier_all()
         # hotSessions may have changed since the manifest was published
         self._retier_pending = True
+
+    def _seed_pending(self) -> set[str]:
+        """Take the mtimes of every event after the published position; the paths named."""
+        named: set[str] = set()
+        after = self.position
+        while events := self.journal.read(after, limit=4096):
+            for e in events:
+                named.add(e.path)
+                if e.kind in (DELETE, FORGET, UNREADABLE):  # no session (any more)
+                    self.mtimes.pop(e.path, None)
+                else:
+                    self.mtimes[e.path] = e.mtime_ns
+            after = events[-1].position
+        return named
 
     def owns(self, path: str) -> bool:
         return shard_of(path, self.workers) == self.worker_id
@@ -162,7 +203,9 @@ class IndexWorker:
         """Handle the next journal batch, else one merge; True when it did something."""
         if self._retier_pending:
             self._retier_pending = False
-            changes = self._retier(self._tiers)
+            # a session with an event on the way is built at its new tier by that event
+            changes = self._retier(self._tiers, skip=self._pending)
+            self._pending = set()
             for path in self._unkept:
                 change = Drop(path)
                 self._record(change)
@@ -171,7 +214,10 @@ class IndexWorker:
             if changes:
                 self._send(self.position, changes)
                 return True
-        events = self.journal.read(self.position, limit=self.settings.batch_events)
+        events = _within(
+            self.journal.read(self.position, limit=self.settings.batch_events),
+            self.settings.batch_bytes,
+        )
         if events:
             self._handle(events)
             self._maintain(now, urgent_only=True)
@@ -194,6 +240,17 @@ class IndexWorker:
         if moved:
             self._retier_all()
         tiers = self._tiers
+        if self.engine.builder is not None:
+            self.engine.prebuild(
+                [
+                    (path, group[-1].agent, tiers.get(path, COLD), group[-1].end)
+                    for path, group in groups.items()
+                    if not self._quarantined(path)
+                    and self.engine.builds_whole(
+                        group, self.states.get(path), tiers.get(path, COLD)
+                    )
+                ]
+            )
         changes: list[Change] = []
         flushed = self.clock()
         for path, group in groups.items():
@@ -237,7 +294,7 @@ class IndexWorker:
         path = event.path
         before = self.mtimes.get(path)
         hot = self._tiers.get(path) == HOT
-        if event.kind in (DELETE, FORGET):
+        if event.kind in (DELETE, FORGET, UNREADABLE):
             self.mtimes.pop(path, None)
             self._tiers.pop(path, None)
             return hot
@@ -258,11 +315,19 @@ class IndexWorker:
         if self.config.memory.hot_sessions == 0:
             self._boundary = (float("-inf"), "")
 
-    def _retier(self, tiers: dict[str, str]) -> list[Change]:
+    def _retier(self, tiers: dict[str, str], skip: Collection[str] = ()) -> list[Change]:
         """Rebuild sessions whose tier moved (the new record is stored before the manifest
-        stops naming the old one)."""
+        stops naming the old one), but those in *skip*."""
         changes: list[Change] = []
+        moved = [
+            (path, state.agent, tiers[path], state.size)
+            for path, state in sorted(self.states.items())
+            if path not in skip and tiers.get(path, state.tier) != state.tier
+        ]
+        self.engine.prebuild(moved)
         for path, state in sorted(self.states.items()):
+            if path in skip:
+                continue
             want = tiers.get(path)
             if want is not None and want != state.tier:
                 self._working_on(path)
@@ -288,6 +353,17 @@ class IndexWorker:
             log.info("session.merged", path=path, deltas=len(state.index_deltas))
             return True
         return False
+
+    def fold_deltas(self) -> None:
+        """Merge every session's deltas now (a catch-up publishes no deltas: its index is
+        byte for byte what a replay from empty makes)."""
+        for path in sorted(self._deltas):
+            state = self.states[path]
+            self._working_on(path)
+            change = self.engine.merge(path, state.agent, self._tiers.get(path, state.tier))
+            self._done_with()
+            self._record(change)
+            self._send(self.position, [change, *self._extra()])
 
     def _extra(self) -> list[Change]:
         """Changes the engine made to other sessions on the way (retired old versions)."""

@@ -73,8 +73,9 @@ def _no_sidecar(path: str) -> str | None:
 class Adapter:
     """One agent. ``name`` is its name everywhere (``[sources]`` key, ``--agent``, records);
     ``default_root`` where its writer keeps sessions (``~`` expanded), which ``[sources]``
-    overrides. ``tools`` lists the writer's own tools by family (``stages.families``). Without
-    ``tail`` an append is re-derived in memory (``stages.rederive``)."""
+    overrides; empty for a writer with no central folder (read only where configured).
+    ``tools`` lists the writer's own tools by family (``stages.families``). Without ``tail``
+    an append is re-derived in memory (``stages.rederive``)."""
 
     name: str
     default_root: str

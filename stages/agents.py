@@ -41,5 +41,6 @@ def adapters() -> tuple[Adapter, ...]:
 
 def default_roots() -> Mapping[str, str]:
     """Each agent's default root as written (``store.config`` resolves it like a configured
-    one): ``[sources]`` overrides them."""
-    return {a.name: a.default_root for a in adapters()}
+    one): ``[sources]`` overrides them. An agent without one (``default_root`` empty: a
+    writer with no central folder, as Aider) is read only from a configured root."""
+    return {a.name: a.default_root for a in adapters() if a.default_root}

@@ -78,10 +78,12 @@ def _subagent_marks(
 ) -> tuple[NormalizedEntry, ...]:
     """Sidechain entries with the subagent's id and the tool call that spawned it.
 
-    From typed fields only: the line's ``agentId`` (Claude Code), else the session's
-    ``extra["agent_id"]`` / ``extra["parent_call_id"]`` (a subagent file's meta sidecar, a
-    Codex subagent rollout's thread). Marked entries come from *memo* when the very same
-    entry comes again, so an append re-marks only new entries.
+    From typed fields only: the line's ``agentId`` (Claude Code, Copilot CLI), else what the
+    adapter's normalizer set (a subagent inline in its parent's file, as Copilot's, knows its
+    spawning call), else the session's ``extra["agent_id"]`` / ``extra["parent_call_id"]`` (a
+    subagent file's meta sidecar, a Codex subagent rollout's thread). Marked entries come
+    from *memo* when the very same entry comes again, so an append re-marks only new
+    entries.
     """
     if not any(e.sidechain for e in entries):
         return entries
@@ -101,8 +103,8 @@ def _subagent_marks(
             own = lines.get(e.line, {}).get("agentId")
             marked = replace(
                 e,
-                agent_id=own if isinstance(own, str) else agent_id,
-                parent_call_id=call_id,
+                agent_id=own if isinstance(own, str) else (e.agent_id or agent_id),
+                parent_call_id=e.parent_call_id or call_id,
             )
             found = (marked,)
             if memo is not None:

@@ -24,6 +24,10 @@ REGISTERED: Final[tuple[str, ...]] = (
     "claude",
     "codex",
     "omp",
+    "gemini",
+    "qwen",
+    "copilot",
+    "aider",
 )
 
 

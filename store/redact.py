@@ -23,6 +23,7 @@ to rotate, too little to use it.
 
 from __future__ import annotations
 
+import bisect
 import math
 import re
 import tomllib
@@ -52,12 +53,13 @@ __all__ = [
 ]
 
 # Names the rule files' versions: a change re-derives every record (it is in the policy).
-RULESET = "gitleaks-8.30.0-27-gb58d3f10+sessiondex-2"
+RULESET = "gitleaks-8.30.0-27-gb58d3f10+sessiondex-3"
 PLACEHOLDER = re.compile(r"\[REDACTED:([a-z0-9_]+)\]")
 _RULE_FILES = ("gitleaks.toml", "sessiondex.toml")
-# How far before a keyword the match of a rule not anchored at its keyword may start: those
-# rules' keywords sit within a few characters of the start (a URL scheme, a "\b(" group).
-_LOOKBACK = 64
+# How far before a keyword the match of a rule not anchored at its keyword may start: most
+# of those rules' keywords sit within a few characters of the start (a URL scheme, a "\b("
+# group), OpenAI's "T3BlbkFJ" 82 characters in ("sk-proj-" and 74 more).
+_LOOKBACK = 128
 # How far after a keyword a window reaches: past the longest credential (a 4096-bit RSA key
 # block is about 3,300 characters; a window at its "-----BEGIN" holds it).
 _WINDOW = 4096
@@ -144,10 +146,40 @@ def _group_end(pattern: str, start: int) -> int:
     return len(pattern)
 
 
+# RE2's POSIX classes, which Python's re lacks: it reads "[[:alnum:]]" as a set of
+# punctuation and letters followed by a literal "]", so a rule using one silently never
+# matched (airtable-personnal-access-token did not).
+_POSIX = {
+    "alnum": "0-9A-Za-z",
+    "alpha": "A-Za-z",
+    "ascii": "\\x00-\\x7f",
+    "blank": "\\t ",
+    "cntrl": "\\x00-\\x1f\\x7f",
+    "digit": "0-9",
+    "graph": "!-~",
+    "lower": "a-z",
+    "print": " -~",
+    "punct": "!-/:-@\\[-`{-~",
+    "space": "\\t\\n\\v\\f\\r ",
+    "upper": "A-Z",
+    "word": "0-9A-Za-z_",
+    "xdigit": "0-9A-Fa-f",
+}
+_POSIX_CLASS = re.compile(r"\[:(\^?)([a-z]+):\]")
+
+
+def _posix(m: re.Match[str]) -> str:
+    if m.group(1):
+        raise ValueError(f"negated POSIX class {m.group(0)} is not translated")
+    return _POSIX[m.group(2)]
+
+
 def translate(pattern: str) -> str:
     """RE2 → Python ``re``: a flag group ``(?i)`` after the start scopes, in RE2, to the rest
-    of its group, which Python spells ``(?i:…)``; ``\\z`` is Python's ``\\Z``."""
+    of its group, which Python spells ``(?i:…)``; ``\\z`` is Python's ``\\Z``; a POSIX class
+    ``[:alnum:]`` inside brackets is spelled out as ranges."""
     pattern = pattern.replace(r"\z", r"\Z")
+    pattern = _POSIX_CLASS.sub(_posix, pattern)
     while True:
         at = pattern.find("(?i)", 1)
         if at < 0:
@@ -213,9 +245,9 @@ def load_rules(disabled: Iterable[str] = ()) -> tuple[tuple[Rule, ...], tuple[_A
                     kind=r.get("kind", r["id"].replace("-", "_")),
                     pattern=translate(pattern),
                     prefix=prefix,
-                    at_keyword=bool(prefix) or anchored(translate(pattern), keywords),
+                    at_keyword=_at_keyword(translate(pattern), keywords, prefix),
                     keywords=keywords,
-                    secret_group=int(r.get("secretGroup", 0)),
+                    secret_group=int(r.get("secretGroup", 0)) or _whole_match(pattern),
                     entropy=float(r.get("entropy", 0.0)),
                     allows=_allows(r.get("allowlists", ())),
                 )
@@ -226,6 +258,20 @@ def load_rules(disabled: Iterable[str] = ()) -> tuple[tuple[Rule, ...], tuple[_A
 _LAZY_PREFIX = "[\\w.-]{0,50}?"
 
 
+def _at_keyword(pattern: str, keywords: tuple[str, ...], prefix: int) -> bool:
+    """Whether the rule's matches start where a keyword does. A generated rule (one with a
+    cut ``prefix``) starts at its identifier group, which is a keyword for most, but not for
+    those whose keywords are the token's own prefix (lob's ``live_``, New Relic's ``NRAK-``,
+    typeform's ``tfp_``): they are searched in windows like any other."""
+    if anchored(pattern, keywords):
+        return True
+    if not prefix:
+        return False
+    head = pattern[4:] if pattern.startswith("(?i)") else pattern
+    first = head[: _group_end(head, 1) + 1].lower() if head.startswith("(") else ""
+    return any(k in first for k in keywords)
+
+
 def _strip_prefix(pattern: str) -> tuple[str, int]:
     flags = "(?i)" if pattern.startswith("(?i)") else ""
     body = pattern[len(flags) :]
@@ -233,6 +279,25 @@ def _strip_prefix(pattern: str) -> tuple[str, int]:
         return flags + body[len(_LAZY_PREFIX) :], 50
     return pattern, 0
 
+
+def _whole_match(pattern: str) -> int:
+    """``WHOLE`` when the group gitleaks would report (the first that took part) is repeated:
+    it holds one repetition (a ``1234-`` of a Teams webhook URL), and redacting that alone
+    would leave the credential; else 0, gitleaks' own choice."""
+    i = 0
+    while True:
+        i = pattern.find("(", i)
+        if i < 0:
+            return 0
+        if i and pattern[i - 1] == "\\" or pattern.startswith("(?", i):
+            i += 1
+            continue
+        close = _group_end(pattern, i + 1)
+        return WHOLE if pattern[close + 1 : close + 2] in ("?", "*", "+", "{") else 0
+
+
+# A secretGroup meaning "the whole match".
+WHOLE = -1
 
 _OPENERS = ("(?i)", "(?i:", "(?:", "\\b", "(")
 _META = set(".^$*+?{}[]\\|()")
@@ -417,13 +482,16 @@ class Redactor:
                     yield m
             return
         regex = rule.regex
-        lo, hi = max(0, at[0] - _LOOKBACK), at[0] + _WINDOW
+        # A generated rule's value ends well within _ANCHORED of its keyword ("test_" of
+        # lob's keys, common in code, would otherwise open a 4 KiB window each time).
+        reach = _ANCHORED if rule.prefix else _WINDOW
+        lo, hi = max(0, at[0] - _LOOKBACK), at[0] + reach
         for p in at[1:]:
             if p - _LOOKBACK <= hi:
-                hi = p + _WINDOW
+                hi = p + reach
                 continue
             yield from regex.finditer(text, lo, min(hi, len(text)))
-            lo, hi = p - _LOOKBACK, p + _WINDOW
+            lo, hi = p - _LOOKBACK, p + reach
         # A window's end acts as the end of the text for "$": one reaching past the text
         # ends there anyway, and _WINDOW is longer than any credential the rules match.
         yield from regex.finditer(text, lo, min(hi, len(text)))
@@ -432,14 +500,16 @@ class Redactor:
         """Non-overlapping credential spans of *text*, in order (overlaps are merged)."""
         if not text:
             return []
+        original = text
+        quotes: list[int] = []
+        if '\\"' in text:
+            # JSON inside text (a normalizer's rendering of tool arguments) escapes quotes;
+            # the rules expect bare ones (`<add key="Password"`, `curl -H="Authorization`):
+            # they run on the text with those backslashes gone, spans mapped back after.
+            text, quotes = _unescape_quotes(text)
         candidates = self._candidates(text)
         if not candidates:
             return []
-        original = text
-        if '\\"' in text:
-            # JSON inside text (a normalizer's rendering of tool arguments) escapes quotes;
-            # the rules expect bare ones. Same length, so every span stays where it is.
-            text = text.replace('\\"', ' "')
         spans: list[tuple[int, int, str]] = []
         for i, at in sorted(candidates.items()):
             rule = self._rules[i]
@@ -462,6 +532,8 @@ class Redactor:
                     if _allowed(self._global, secret, whole, line):
                         continue
                 spans.append((start, end, rule.kind))
+        if quotes:
+            spans = [(_back(quotes, s), _back(quotes, e - 1) + 1, k) for s, e, k in spans]
         return _merge(original, spans)
 
     def redact(self, text: str) -> tuple[str, tuple[Finding, ...]]:
@@ -486,6 +558,23 @@ class Redactor:
         return redacted, tuple(found)
 
 
+def _unescape_quotes(text: str) -> tuple[str, list[int]]:
+    """*text* with every ``\\"`` a bare ``"``, and where those quotes are in it (sorted)."""
+    parts = text.split('\\"')
+    quotes: list[int] = []
+    at = 0
+    for part in parts[:-1]:
+        at += len(part)
+        quotes.append(at)
+        at += 1
+    return '"'.join(parts), quotes
+
+
+def _back(quotes: list[int], i: int) -> int:
+    """Offset *i* of the unescaped text in the text it came from."""
+    return i + bisect.bisect_right(quotes, i)
+
+
 def _char_offsets(data: bytes, found: list[tuple[int, int, int]]) -> list[tuple[int, int, int]]:
     """Matches over UTF-8 *data* with byte offsets turned into character offsets."""
     out: list[tuple[int, int, int]] = []
@@ -500,6 +589,8 @@ def _char_offsets(data: bytes, found: list[tuple[int, int, int]]) -> list[tuple[
 def _secret_span(m: re.Match[str], group: int) -> tuple[int, int] | None:
     """Gitleaks' choice of the secret in a match: ``secretGroup``, else the first group
     that took part, else the whole match."""
+    if group == WHOLE:
+        return m.span()
     if group and group <= (m.re.groups or 0):
         if m.start(group) < 0 or m.start(group) == m.end(group):
             return None

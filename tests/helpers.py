@@ -10,6 +10,7 @@ from typing import Any
 
 import orjson
 
+from store.agents import agent_names
 from store.config import Config, load_config
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -173,10 +174,9 @@ class PiRoot:
     def write_config(self, **memory: Any) -> Config:
         lines = [
             "[sources]",
-            f'pi = "{self.root}"',
-            f'claude = "{self.base / "claude"}"',
-            f'codex = "{self.base / "codex"}"',
-            f'omp = "{self.base / "omp"}"',
+            # every agent's root under the test folder: a default root (~/.gemini/tmp, …)
+            # must never leak a developer's own sessions into a test
+            *(f'{name} = "{self.base / name}"' for name in agent_names()),
             "[memory]",
             f'indexDir = "{self.index}"',
         ]

@@ -48,28 +48,64 @@ _generic = _pick(32)
 _plant("generic_api_key", _generic, f'config = {{"service_api_key": "{_generic}"}}')
 
 
-def lookalikes(n: int, seed: int = 7) -> list[str]:
-    """*n* texts of each kind of random-looking non-credential: git SHAs, UUIDs, base64
-    image data, lockfile hashes, npm integrity strings. None may be redacted."""
+def lookalike_shapes(n: int, seed: int = 7) -> dict[str, list[str]]:
+    """*n* texts of each shape of random-looking non-credential a transcript is full of, in the
+    context it comes in (a ``git log``, a tool result's JSON, a lockfile). None may be redacted.
+
+    The shapes, and why each is here: a commit SHA (full and short, as git prints them); a
+    UUID (session and request ids, JSON keys included); base64 image data (Claude's image
+    blocks and data: URLs); lockfile hashes (Cargo.lock / poetry.lock ``sha256:``, npm and
+    yarn ``sha512-`` integrity, go.sum ``h1:``); a content digest (``sha256sum`` output, a
+    container image digest). The values are random, so each text is a fresh draw of its
+    shape: the rate measured is the rules' rate on the shape, not on a few lucky strings.
+    """
     r = random.Random(seed)
     hexd = "0123456789abcdef"
     b64 = _ALNUM + "+/"
-    out: list[str] = []
+
+    def pick(k: int, alphabet: str) -> str:
+        return "".join(r.choice(alphabet) for _ in range(k))
+
+    out: dict[str, list[str]] = {
+        "git_sha": [], "uuid": [], "base64_image": [], "lockfile_hash": [], "digest": [],
+    }  # fmt: skip
     for _ in range(n):
-        sha = "".join(r.choice(hexd) for _ in range(40))
+        sha = pick(40, hexd)
         u = uuid.UUID(int=r.getrandbits(128), version=4)
-        png = "iVBORw0KGgoAAAANSUhEUgAA" + "".join(r.choice(b64) for _ in range(400))
-        lock = "".join(r.choice(hexd) for _ in range(64))
-        sri = "".join(r.choice(b64) for _ in range(86)) + "=="
-        out += [
+        png = "iVBORw0KGgoAAAANSUhEUgAA" + pick(400 + r.randrange(2000), b64)
+        jpeg = "/9j/4AAQSkZJRgABAQ" + pick(400 + r.randrange(2000), b64)
+        sri = pick(86, b64) + "=="
+        out["git_sha"] += [
             f"commit {sha}\nAuthor: A <a@example.com>",
             f"git checkout {sha[:12]} && git log {sha}",
+            f"{sha[:7]} fix the flaky test\n{pick(7, hexd)} bump deps",
+        ]
+        out["uuid"] += [
             f'{{"sessionId": "{u}", "id": "{u}"}}',
             f"request id {u} finished",
+            f'{{"parentUuid": "{u}", "uuid": "{uuid.UUID(int=r.getrandbits(128), version=4)}"}}',
+        ]
+        out["base64_image"] += [
             f'{{"type": "image", "source": {{"data": "data:image/png;base64,{png}"}}}}',
-            f'[[package]]\nname = "x"\nhash = "sha256:{lock}"',
+            f'{{"type": "image", "source": {{"type": "base64", "media_type": "image/jpeg", '
+            f'"data": "{jpeg}"}}}}',
+            f'<img src="data:image/png;base64,{png}">',
+        ]
+        out["lockfile_hash"] += [
+            f'[[package]]\nname = "x"\nversion = "1.0.0"\nchecksum = "{pick(64, hexd)}"',
+            f'{{name = "x-1.0.tar.gz", hash = "sha256:{pick(64, hexd)}"}}',
             f'"resolved": "https://registry.npmjs.org/x/-/x-1.0.0.tgz",\n'
             f'"integrity": "sha512-{sri}"',
-            f"{lock}  dist/app.tar.gz",
+            f'x@^1.0.0:\n  version "1.0.0"\n  integrity sha512-{sri}',
+            f"golang.org/x/text v0.3.7 h1:{pick(43, b64)}=",
+        ]
+        out["digest"] += [
+            f"{pick(64, hexd)}  dist/app.tar.gz",
+            f"docker pull ghcr.io/acme/app@sha256:{pick(64, hexd)}",
         ]
     return out
+
+
+def lookalikes(n: int, seed: int = 7) -> list[str]:
+    """Every text of ``lookalike_shapes``, in one list."""
+    return [t for texts in lookalike_shapes(n, seed).values() for t in texts]

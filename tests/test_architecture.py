@@ -16,6 +16,10 @@ nothing is written into the source tree).
   ``IO_STDLIB`` module: ``store.writer``, ``store.atomic``, ``store.journal``, …; computed, so a new
   one is covered), and calls no builtin ``open`` / ``print`` / ``input``. Direct imports only:
   a pure store module may still use ``store.errors``' exception types.
+* **One write path.** Only ``pipeline/publisher.py`` publishes a generation (calls
+  ``.publish(``) or schedules the cold lexicon (makes a ``LexiconKeeper``, besides
+  ``pipeline/lexicon.py`` where it lives): `run --once`, `rebuild`, `forget` and `pipeline run`
+  all reach the index through the journal, the index workers and that publisher.
 * **The product is the product.** ``setup.cfg`` ships exactly the four product packages; every
   other top-level package of the checkout is a known development one.
 """
@@ -200,6 +204,45 @@ def _stage_io(root: Path = ROOT) -> list[str]:
     return sorted(bad)
 
 
+# The one publisher, and the calls only it (and the lexicon's own module) may make.
+WRITE_PATH_CALLS = {
+    "publish": ("pipeline/publisher.py",),
+    "LexiconKeeper": ("pipeline/publisher.py", "pipeline/lexicon.py"),
+}
+
+
+def _second_write_paths(root: Path = ROOT) -> list[str]:
+    bad: list[str] = []
+    for package in PRODUCT:
+        for path in _sources(package, root):
+            where = path.relative_to(root).as_posix()
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                if not isinstance(node, ast.Call):
+                    continue
+                name = _call_name(node)
+                if name in WRITE_PATH_CALLS and where not in WRITE_PATH_CALLS[name]:
+                    bad.append(f"{where}:{node.lineno} calls {name}")
+    return sorted(bad)
+
+
+def test_one_publisher_writes_the_index() -> None:
+    assert _second_write_paths() == []
+
+
+def test_checker_catches_a_second_write_path(tmp_path: Path) -> None:
+    for package in PRODUCT:
+        (tmp_path / package).mkdir()
+    (tmp_path / "pipeline" / "indexer.py").write_text(
+        "def build(writer, manifest):\n"
+        "    keeper = LexiconKeeper(writer)\n"
+        "    writer.publish(manifest)\n"
+    )
+    assert _second_write_paths(tmp_path) == [
+        "pipeline/indexer.py:2 calls LexiconKeeper",
+        "pipeline/indexer.py:3 calls publish",
+    ]
+
+
 @pytest.mark.parametrize("package", PACKAGES)
 def test_imports_follow_the_allowed_direction(package: str) -> None:
     assert _violations(package) == []
@@ -247,7 +290,7 @@ def test_checker_catches_a_crossing(tmp_path: Path) -> None:
         '"""Docstrings may name stages.lineage freely."""\n'
         "from stages import digest\nimport store.writer\nfrom ..pipeline import cli\n"
         "import importlib\n"
-        "importlib.import_module('pipeline.indexer')\n"
+        "importlib.import_module('pipeline.catchup')\n"
         "__import__('devtools.corpus')\n"
         "_LAZY = {'x': ('stages.read', 'read_session')}\n"
         "agent = 'pi'\n"
@@ -258,7 +301,7 @@ def test_checker_catches_a_crossing(tmp_path: Path) -> None:
     assert any(v.endswith("imports stages.digest") for v in found)
     assert any("store.writer" in v for v in found)
     assert any(v.endswith("imports pipeline.cli") for v in found)
-    assert any(v.endswith("imports pipeline.indexer") for v in found)
+    assert any(v.endswith("imports pipeline.catchup") for v in found)
     assert any(v.endswith("imports devtools.corpus") for v in found)
     assert any(v.endswith("imports stages.read") for v in found)
     assert any(v.endswith("imports tests") for v in found)

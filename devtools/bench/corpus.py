@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from devtools import ROOT
+from store.agents import agent_names
 
 __all__ = [
     "SIZES",
@@ -82,7 +83,9 @@ def ensure_corpus(
 
 def write_config(path: Path, corpus: Path, index: Path, **memory: object) -> None:
     lines = ["[sources]"]
-    lines += [f'{a} = "{corpus / a}"' for a in AGENTS]
+    # every registered agent gets a root in the corpus (missing: empty), so a default root
+    # (~/.gemini/tmp, …) never adds the machine's own sessions to a measurement
+    lines += [f'{a} = "{corpus / a}"' for a in agent_names()]
     lines += ["", "[memory]", f'indexDir = "{index}"']
     lines += [f"{k} = {json.dumps(v)}" for k, v in memory.items()]
     path.write_text("\n".join(lines) + "\n")

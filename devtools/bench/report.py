@@ -140,6 +140,19 @@ def _mb(kb: int | None) -> str:
     return f"{kb / 1024:.0f}" if kb else "-"
 
 
+def redaction_line(red: dict[str, Any]) -> str:
+    shapes = ", ".join(
+        f"{shape} {s['redacted']}/{s['texts']}"
+        for shape, s in red.get("lookalikes_by_shape", {}).items()
+    )
+    return (
+        f"Redaction false positives: {red['lookalikes_redacted']} of {red['lookalikes']} "
+        f"look-alikes ({red['lookalike_fp_rate']:.2%}; {shapes}); "
+        f"{red['corpus_redactions']} redactions in the corpus, which plants no credential "
+        f"{red['corpus_by_kind'] or ''}"
+    )
+
+
 def render(res: dict[str, Any]) -> str:
     c, m = res["corpus"], res["machine"]
     lines = [
@@ -263,13 +276,7 @@ def render(res: dict[str, Any]) -> str:
         ]
     red = res.get("redaction")
     if red:
-        lines += [
-            "",
-            f"Redaction false positives: {red['lookalikes_redacted']} of {red['lookalikes']} "
-            f"look-alikes ({red['lookalike_fp_rate']:.2%}; SHAs, UUIDs, base64 images, lockfile "
-            f"and integrity hashes); {red['corpus_redactions']} redactions in the corpus, which "
-            f"plants no credential {red['corpus_by_kind'] or ''}",
-        ]
+        lines += ["", redaction_line(red)]
     lines += ["", "Quality (fails --check)"]
     for name, q in res.get("quality", {}).items():
         hidden = ("ok", "misses", "leaks", "bad", "diff", "excused_examples")

@@ -27,7 +27,9 @@ def _parser() -> argparse.ArgumentParser:
         "--seed", type=int, default=1, help="seed; same args, same bytes (default 1)"
     )
     parser.add_argument(
-        "--agents", default="pi", help="comma-separated subset of pi,claude,codex (default: pi)"
+        "--agents",
+        default="pi",
+        help="comma-separated subset of pi,claude,codex,gemini,qwen (default: pi)",
     )
     parser.add_argument(
         "--force", action="store_true", help="replace the corpus an earlier run left in --out"

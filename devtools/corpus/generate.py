@@ -10,9 +10,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
+from devtools.corpus.aider import build_aider
 from devtools.corpus.claude import build_claude
 from devtools.corpus.codex import build_codex
+from devtools.corpus.copilot import build_copilot
 from devtools.corpus.fabric import TRACE_DEFECTS
+from devtools.corpus.gemini import build_gemini
 from devtools.corpus.manifest import (
     MANIFEST_NAME,
     BranchSummary,
@@ -28,16 +31,26 @@ from devtools.corpus.manifest import (
 from devtools.corpus.pi import build_pi
 from devtools.corpus.plan import BuiltFile, BuiltSession, SessionPlan, Shared
 from devtools.corpus.project import Project, make_projects
+from devtools.corpus.qwen import build_qwen
 from devtools.corpus.terms import TermPool
 from devtools.corpus.words import Lexicon, Text
 
 __all__ = ["AGENTS", "generate"]
 
 Builder = Callable[[SessionPlan, Shared], BuiltSession]
-_BUILDERS: dict[str, Builder] = {"pi": build_pi, "claude": build_claude, "codex": build_codex}
+_BUILDERS: dict[str, Builder] = {
+    "pi": build_pi,
+    "claude": build_claude,
+    "codex": build_codex,
+    "gemini": build_gemini,
+    "qwen": build_qwen,
+    "copilot": build_copilot,
+    "aider": build_aider,
+}
 AGENTS = tuple(_BUILDERS)
-# Share of sessions per agent when several are asked for (pi 60%, claude 20%, codex 20%).
-_SHARE = {"pi": 3, "claude": 1, "codex": 1}
+# Share of sessions per agent when several are asked for (pi 60%, claude 20%, codex 20% of the
+# three; a Gemini CLI, Qwen Code, Copilot CLI or Aider session counts as a Codex one).
+_SHARE = {"pi": 3, "claude": 1, "codex": 1, "gemini": 1, "qwen": 1, "copilot": 1, "aider": 1}
 _PROJECTS = 8
 _NEGATIVE_CONTROLS = 8
 _EPOCH_MS = 1_767_225_600_000  # 2026-01-01T00:00:00Z

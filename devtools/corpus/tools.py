@@ -14,6 +14,7 @@ WEIGHTS = (30, 25, 15, 10, 5, 5, 5)
 # What one line of generated code / log costs, to size big outputs.
 _CODE_LINE_BYTES = 42
 _LOG_LINE_BYTES = 58
+_SEARCHES = ("rg", "grep")
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +72,8 @@ def run_call(call: ToolCall, text: Text, *, fail: bool, big: int, now_ms: int) -
         body = text.log(lines, now_ms)
         if fail:
             code = rng.choice((1, 1, 1, 2, 127))
+            if code == 1 and call.command.split(" ", 1)[0] in _SEARCHES:
+                code = 2  # a search's exit 1 is "no match", not a failure (stages.shell_exit)
             return ToolOutput(f"{body}\n\nCommand exited with code {code}", True, code)
         return ToolOutput(body if rng.random() < 0.95 else "(no output)", False)
     if kind == "read":

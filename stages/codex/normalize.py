@@ -67,6 +67,7 @@ from stages.families import mcp_tool_name, tool_family, tool_identity
 from stages.lineage import Lineage
 from stages.normalized import EntryMemo, NormalizeResult, record_key
 from stages.policy import Policy
+from stages.shell_exit import exit_outcome
 from stages.source import SourceRecord, SourceSession
 from store.records import NormalizedEntry
 
@@ -102,6 +103,7 @@ def normalize_codex(
         if 0 <= p < len(records) and records[p].kind != FORKED_COPY
     ]
     calls = _call_names(r for r in records if r.kind != FORKED_COPY)
+    commands = _call_commands(r for r in records if r.kind != FORKED_COPY)
     events = _event_outcomes(r for r in records if r.kind != FORKED_COPY)
     echoes = _echoed_texts(selected)
     sidechain = session.sidechain
@@ -111,14 +113,15 @@ def normalize_codex(
     for record in selected:
         payload = payload_of(record.value)
         if memo is None:
-            entry = _entry_of(record, payload, calls, events, echoes, policy)
+            entry = _entry_of(record, payload, calls, commands, events, echoes, policy)
             if entry is not None:
                 entries.append(_with_sidechain(entry, sidechain))
             continue
-        key = (sidechain, record_key(record), *_depends(record, payload, calls, events, echoes))
+        depends = _depends(record, payload, calls, commands, events, echoes)
+        key = (sidechain, record_key(record), *depends)
         found = memo.get(key, (record.value,))
         if found is None:
-            entry = _entry_of(record, payload, calls, events, echoes, policy)
+            entry = _entry_of(record, payload, calls, commands, events, echoes, policy)
             found = () if entry is None else (_with_sidechain(entry, sidechain),)
             memo.put(key, (record.value,), found)
         entries.extend(found)
@@ -129,6 +132,7 @@ def _entry_of(
     record: SourceRecord,
     payload: dict[str, Any],
     calls: dict[str, str],
+    commands: dict[str, object],
     events: dict[str, bool],
     echoes: dict[str, set[str]],
     policy: Policy,
@@ -144,7 +148,7 @@ def _entry_of(
         if item in _CALLS:
             return _call(record, payload)
         if item in _OUTPUTS:
-            return _output(record, payload, calls, events, policy)
+            return _output(record, payload, calls, commands.get(_call_id(payload)), events, policy)
         return None
     if record.kind == "event_msg":
         return _event(record, payload, echoes, policy)
@@ -159,6 +163,7 @@ def _depends(
     record: SourceRecord,
     payload: dict[str, Any],
     calls: dict[str, str],
+    commands: dict[str, object],
     events: dict[str, bool],
     echoes: dict[str, set[str]],
 ) -> tuple[object, ...]:
@@ -169,7 +174,7 @@ def _depends(
     if record.kind == "response_item" and item in _OUTPUTS:
         call_id = payload.get("call_id")
         call_id = call_id if isinstance(call_id, str) else ""
-        return (calls.get(call_id), events.get(call_id))
+        return (calls.get(call_id), events.get(call_id), repr(commands.get(call_id)))
     if record.kind == "event_msg":
         said = _event_text(payload)
         if said is not None:
@@ -313,6 +318,7 @@ def _output(
     record: SourceRecord,
     payload: dict[str, Any],
     calls: dict[str, str],
+    command: object,
     events: dict[str, bool],
     policy: Policy,
 ) -> NormalizedEntry:
@@ -322,7 +328,7 @@ def _output(
     body, exit_code = _output_body(payload.get("output"))
     succeeded = events.get(call_id) if call_id in events else None
     if succeeded is None and exit_code is not None:
-        succeeded = exit_code == 0
+        succeeded = exit_outcome(command, exit_code) == "succeeded"
     outcome = None if succeeded is None else ("succeeded" if succeeded else "failed")
     failed = outcome == "failed"
     prefix = (f"toolResult({name})" if name else "toolResult") + (" [error]" if failed else "")
@@ -414,7 +420,7 @@ def _event_outcomes(records: Iterable[SourceRecord]) -> dict[str, bool]:
         if payload.get("type") == "exec_command_end":
             code = _int(payload.get("exit_code"))
             if code is not None:
-                outcomes[call_id] = code == 0
+                outcomes[call_id] = exit_outcome(payload.get("command"), code) == "succeeded"
         elif payload.get("type") == "patch_apply_end" and isinstance(payload.get("success"), bool):
             outcomes[call_id] = payload["success"]
     return outcomes
@@ -429,7 +435,7 @@ def _completed_outcome(item: object, calls: dict[str, str], outcomes: dict[str, 
         code = _int(item.get("exit_code"))
         status = item.get("status")
         if code is not None:
-            succeeded = code == 0
+            succeeded = exit_outcome(item.get("command"), code) == "succeeded"
         elif status in _FAILED_STATUSES:
             succeeded = False
         else:
@@ -468,6 +474,31 @@ def _completed_outcome(item: object, calls: dict[str, str], outcomes: dict[str, 
         ):
             outcomes[call_id] = succeeded
             return
+
+
+def _call_id(payload: dict[str, Any]) -> str:
+    call_id = payload.get("call_id")
+    return call_id if isinstance(call_id, str) else ""
+
+
+def _call_commands(records: Iterable[SourceRecord]) -> dict[str, object]:
+    """``call_id`` → the command a shell call ran (``exec_command {cmd}``, ``shell {command}``,
+    ``local_shell_call`` ``action.command``), for the exit-code rule (``stages.shell_exit``)."""
+    commands: dict[str, object] = {}
+    for record in records:
+        payload = payload_of(record.value)
+        call_id = payload.get("call_id")
+        if record.kind != "response_item" or payload.get("type") not in _CALLS:
+            continue
+        if not isinstance(call_id, str) or call_id in commands:
+            continue
+        _, args, _ = _call_shape(payload)
+        if isinstance(args, dict):
+            for key in ("cmd", "command"):
+                if key in args:
+                    commands[call_id] = args[key]
+                    break
+    return commands
 
 
 def _call_names(records: Iterable[SourceRecord]) -> dict[str, str]:

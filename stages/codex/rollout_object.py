@@ -17,17 +17,14 @@ is reported malformed (``malformed_line``), and the next save is indexed whole a
 
 from __future__ import annotations
 
-import json
-from typing import Any, Final
+from typing import Any
 
 import orjson
 
+from stages.object_positions import Positions, value_starts
 from stages.source import ParseResult, RawRecord
 
 __all__ = ["parse_object"]
-
-_DECODER: Final = json.JSONDecoder()
-_SPACE: Final = " \t\r\n"
 
 
 def parse_object(data: bytes) -> ParseResult:
@@ -42,8 +39,8 @@ def parse_object(data: bytes) -> ParseResult:
     if not isinstance(session, dict) or not isinstance(items, list):
         return ParseResult(records=(), consumed=0, next_line=1, malformed_lines=(1,))
     text = data.decode("utf-8", "surrogatepass")
-    starts = _starts(text)
-    at = _Positions(text)
+    starts = value_starts(text, frozenset({"session"}), frozenset({"items"}))
+    at = Positions(text)
     objects: list[tuple[int, Any]] = [(starts.get("session", 0), session)]
     item_starts = starts.get("items")
     for k, item in enumerate(items):
@@ -58,68 +55,3 @@ def parse_object(data: bytes) -> ParseResult:
     return ParseResult(
         records=records, consumed=len(data), next_line=lines, malformed_lines=malformed
     )
-
-
-def _starts(text: str) -> dict[str, Any]:
-    """Where the top-level ``session`` value and each element of ``items`` start (str
-    indices); whatever cannot be located is left out."""
-    out: dict[str, Any] = {}
-    try:
-        i = _skip(text, 0)
-        if text[i] != "{":
-            return out
-        i = _skip(text, i + 1)
-        while i < len(text) and text[i] != "}":
-            key, i = _DECODER.raw_decode(text, i)
-            i = _skip(text, i)
-            i = _skip(text, i + 1)  # the ":"
-            if key == "items" and text[i] == "[":
-                out["items"] = found = []
-                i = _skip(text, i + 1)
-                while text[i] != "]":
-                    found.append(i)
-                    _, i = _DECODER.raw_decode(text, i)
-                    i = _skip(text, i)
-                    if text[i] == ",":
-                        i = _skip(text, i + 1)
-                i += 1
-            else:
-                if key == "session":
-                    out["session"] = i
-                _, i = _DECODER.raw_decode(text, i)
-            i = _skip(text, i)
-            if i < len(text) and text[i] == ",":
-                i = _skip(text, i + 1)
-    except (ValueError, IndexError):
-        pass  # orjson read it whole: only positions are missing, and they default to 0
-    return out
-
-
-def _skip(text: str, i: int) -> int:
-    while i < len(text) and text[i] in _SPACE:
-        i += 1
-    return i
-
-
-class _Positions:
-    """(line, byte offset of that line) of str indices, asked in increasing order."""
-
-    def __init__(self, text: str) -> None:
-        self.text = text
-        self.index = 0  # str index reached
-        self.line = 1
-        self.line_start = 0  # str index where that line starts
-        self.line_byte = 0  # its byte offset
-        self.byte = 0  # byte offset of self.index
-
-    def line_and_offset(self, where: int) -> tuple[int, int]:
-        text = self.text
-        while self.index < where:
-            newline = text.find("\n", self.index, where)
-            stop = where if newline < 0 else newline + 1
-            self.byte += len(text[self.index : stop].encode("utf-8", "surrogatepass"))
-            self.index = stop
-            if newline >= 0:
-                self.line += 1
-                self.line_start, self.line_byte = stop, self.byte
-        return self.line, self.line_byte

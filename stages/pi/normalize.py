@@ -29,7 +29,9 @@ where the record itself proves it, an outcome:
     toolResult                 of its toolName          isError → failed,      None
                                                         else succeeded
     bashExecution              pi.bash / pi / bash      cancelled → aborted,   <id>/bash
-                                                        exit≠0 → failed,
+                                                        exit≠0 → failed (a
+                                                        search's exit 1 is no
+                                                        match: stages.shell_exit),
                                                         exit 0 → succeeded,
                                                         no exit → None
 
@@ -73,6 +75,7 @@ from stages.pi.branch_details import branch_children, read_branch_details
 from stages.pi.fabric import read_trace, trace_children
 from stages.pi.nested import nested_children
 from stages.policy import Policy
+from stages.shell_exit import exit_outcome
 from stages.source import SourceRecord, SourceSession
 from store.records import NormalizedEntry
 
@@ -369,7 +372,7 @@ def _bash(
     if message.get("cancelled") is True:
         outcome: str | None = "aborted"
     elif exit_code is not None:
-        outcome = "succeeded" if exit_code == 0 else "failed"
+        outcome = exit_outcome(command, exit_code)
     else:
         outcome = None
     fields = Fields(role="bashExecution", text=text, is_error=outcome == "failed")

@@ -53,12 +53,18 @@ class Home:
             "claude": self.root / ".claude" / "projects",
             "codex": self.root / ".codex" / "sessions",
             "omp": self.root / ".omp" / "agent" / "sessions",
+            "gemini": self.root / ".gemini" / "tmp",
+            "qwen": self.root / ".qwen" / "projects",
+            "copilot": self.root / ".copilot" / "session-state",
+            # Aider keeps its history in the project folder it runs in
+            "aider": self.root / "work",
         }[self.agent]
 
     def session_files(self) -> list[Path]:
         if not self.sessions.is_dir():
             return []
-        return sorted(p for p in self.sessions.rglob("*.jsonl") if p.is_file())
+        pattern = ".aider.chat.history.md" if self.agent == "aider" else "*.jsonl"
+        return sorted(p for p in self.sessions.rglob(pattern) if p.is_file())
 
 
 def base_env(home: Home, extra_path: Path | None = None) -> dict[str, str]:
@@ -105,6 +111,8 @@ class Driver:
         text = f"Project rules. Always be terse. {home.marker}\n"
         (home.work / "AGENTS.md").write_text(text)
         (home.work / "CLAUDE.md").write_text(text)
+        (home.work / "GEMINI.md").write_text(text)
+        (home.work / "QWEN.md").write_text(text)
         (home.work / "notes.txt").write_text("notes for the conformance read call\n")
 
     def env(self, home: Home) -> dict[str, str]:
@@ -280,9 +288,144 @@ class OmpDriver(Driver):
         path.write_text(json.dumps(config))
 
 
+# Both Gemini-family CLIs read ``settings.json`` from their home folder: the auth type (an API
+# key, so no login is attempted), folder trust off (else ``--yolo`` is overridden in a fresh
+# folder), and no telemetry, usage statistics or update checks (loopback only).
+_GEMINI_SETTINGS = {
+    "security": {"folderTrust": {"enabled": False}},
+    "privacy": {"usageStatisticsEnabled": False},
+    "general": {"disableAutoUpdate": True, "disableUpdateNag": True},
+    "telemetry": {"enabled": False},
+}
+
+
+def _settings(folder: Path, auth: str, **more: object) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    settings = json.loads(json.dumps(_GEMINI_SETTINGS))
+    settings["security"]["auth"] = {"selectedType": auth}
+    settings.update(more)
+    (folder / "settings.json").write_text(json.dumps(settings))
+
+
+class GeminiDriver(Driver):
+    """Gemini CLI: the Gemini API at ``GOOGLE_GEMINI_BASE_URL`` (the fake model's
+    ``streamGenerateContent``) with a dummy ``GEMINI_API_KEY``; ``-p`` runs one prompt,
+    ``--resume latest`` continues the project's newest session in the same file."""
+
+    agent = "gemini"
+
+    def prepare(self, home: Home) -> None:
+        super().prepare(home)
+        _settings(home.root / ".gemini", "gemini-api-key")
+
+    def env(self, home: Home) -> dict[str, str]:
+        return {**base_env(home), "GEMINI_API_KEY": "dummy",
+                "GOOGLE_GEMINI_BASE_URL": self.model_url}  # fmt: skip
+
+    def prompt(self, home: Home, text: str, *, resume: bool, options: tuple[str, ...] = ()) -> str:
+        argv = [str(self.chain.gemini), *(("--resume", "latest") if resume else ())]
+        argv += ["-p", text, "--yolo", "-m", "fake-1", *options]
+        return _run(argv, self.env(home), home.work)
+
+
+class QwenDriver(Driver):
+    """Qwen Code: an OpenAI-compatible provider (``OPENAI_BASE_URL``, the fake model's Chat
+    Completions) on Node 22; ``--continue`` resumes the project's newest session in the same
+    file."""
+
+    agent = "qwen"
+
+    def prepare(self, home: Home) -> None:
+        super().prepare(home)
+        # Managed auto-memory asks the model to extract memories after a turn: a request the
+        # script does not plan
+        _settings(home.root / ".qwen", "openai", memory={"enableManagedAutoMemory": False})
+
+    def env(self, home: Home) -> dict[str, str]:
+        return {**base_env(home, self.chain.node_bin), "OPENAI_API_KEY": "dummy",
+                "OPENAI_BASE_URL": f"{self.model_url}/v1", "OPENAI_MODEL": "fake-1",
+                "QWEN_CODE_SUPPRESS_YOLO_WARNING": "1",
+                # else a session's first answer is followed by a request for a title, one the
+                # script does not plan
+                "QWEN_DISABLE_AUTO_TITLE": "1"}  # fmt: skip
+
+    def prompt(self, home: Home, text: str, *, resume: bool, options: tuple[str, ...] = ()) -> str:
+        argv = [str(self.chain.qwen), *(("--continue",) if resume else ())]
+        argv += ["-p", text, "--yolo", "-m", "fake-1", *options]
+        return _run(argv, self.env(home), home.work)
+
+
+class CopilotDriver(Driver):
+    """GitHub Copilot CLI: its bring-your-own-model variables point it at the fake model as an
+    OpenAI Chat Completions provider (``COPILOT_PROVIDER_*``), and ``COPILOT_OFFLINE=true``
+    keeps it off GitHub's services, so no GitHub sign-in is needed. ``--allow-all-tools``
+    runs tools without asking (``-p`` mode cannot ask); MCP servers go to
+    ``~/.copilot/mcp-config.json`` through ``copilot mcp add``."""
+
+    agent = "copilot"
+
+    def env(self, home: Home) -> dict[str, str]:
+        return {
+            **base_env(home),
+            "COPILOT_OFFLINE": "true",
+            "COPILOT_AUTO_UPDATE": "false",
+            "COPILOT_PROVIDER_TYPE": "openai",
+            "COPILOT_PROVIDER_BASE_URL": f"{self.model_url}/v1",
+            "COPILOT_PROVIDER_API_KEY": "x",
+            "COPILOT_PROVIDER_MODEL_ID": "fake-1",
+        }
+
+    def prompt(self, home: Home, text: str, *, resume: bool, options: tuple[str, ...] = ()) -> str:
+        argv = [str(self.chain.copilot), "-p", text, "--allow-all-tools"]
+        if resume:
+            argv.append("--continue")
+        return _run([*argv, *options], self.env(home), home.work)
+
+    def mcp_add(self, home: Home, name: str, command: list[str], *options: str) -> None:
+        _run([str(self.chain.copilot), "mcp", "add", *options, name, "--", *command],
+             self.env(home), home.work)  # fmt: skip
+
+    def mcp_list(self, home: Home) -> str:
+        return _run([str(self.chain.copilot), "mcp", "list"], self.env(home), home.work)
+
+
+class AiderDriver(Driver):
+    """Aider (a Python program from PyPI, ``toolchain.pip_install``): ``OPENAI_API_BASE``
+    points its OpenAI provider (``--model openai/fake-1``) at the fake model, which it calls
+    through litellm's Chat Completions; ``--message`` runs one prompt (or one in-chat command)
+    and exits. Every run appends to ``.aider.chat.history.md`` in the project folder, so a
+    second run is a continuation by itself. ``--edit-format diff`` makes the replies' edit
+    blocks SEARCH/REPLACE ones, as with the models aider knows; ``--no-git``, no lint, no
+    update check, no analytics keep it to the loopback."""
+
+    agent = "aider"
+
+    def __init__(self, chain: Toolchain, model_url: str, aider: Path) -> None:
+        super().__init__(chain, model_url)
+        self.aider = aider
+
+    def prepare(self, home: Home) -> None:
+        super().prepare(home)
+        (home.work / "notes.py").write_text("VALUE = 1\n")
+
+    def env(self, home: Home) -> dict[str, str]:
+        return {**base_env(home), "OPENAI_API_BASE": f"{self.model_url}/v1",
+                "OPENAI_API_KEY": "x"}  # fmt: skip
+
+    def prompt(self, home: Home, text: str, *, resume: bool, options: tuple[str, ...] = ()) -> str:
+        argv = [str(self.aider), "--model", "openai/fake-1", "--edit-format", "diff", "--no-git",
+                "--yes-always", "--no-check-update", "--no-show-model-warnings",
+                "--analytics-disable", "--no-pretty", "--no-auto-lint", "--no-auto-commits",
+                "--no-show-release-notes", *options, "--message", text]  # fmt: skip
+        return _run(argv, self.env(home), home.work)
+
+
 DRIVERS: dict[str, type[Driver]] = {
     "pi": PiDriver,
     "claude": ClaudeDriver,
     "codex": CodexDriver,
     "omp": OmpDriver,
+    "gemini": GeminiDriver,
+    "qwen": QwenDriver,
+    "copilot": CopilotDriver,
 }

@@ -144,6 +144,9 @@ class _Handler(BaseHTTPRequestHandler):
         if path.endswith("/count_tokens"):
             self._json({"input_tokens": 10})
             return
+        if path.endswith(":countTokens"):
+            self._json({"totalTokens": 10})
+            return
         with self.shared.lock:
             self.shared.requests.append(Request(self.path, body))
             if self.shared.served < len(self.shared.turns):
@@ -162,6 +165,11 @@ class _Handler(BaseHTTPRequestHandler):
             events = _messages_events(turn)
         elif path.endswith("/responses"):
             events = _responses_events(turn, body)
+        elif path.endswith(":streamGenerateContent"):
+            events = _gemini_events(turn)
+        elif path.endswith(":generateContent"):
+            self._json(_gemini_response(turn))
+            return
         else:
             self._json({"error": {"message": f"no such path {self.path}"}}, status=404)
             return
@@ -219,6 +227,27 @@ def _chat_events(turn: Turn, body: dict[str, Any]) -> Iterator[bytes]:
         yield chunk({}, "stop")
     yield _sse({**base, "choices": [], "usage": USAGE})
     yield _sse("[DONE]")
+
+
+GEMINI_USAGE = {"promptTokenCount": 100, "candidatesTokenCount": 20, "totalTokenCount": 120}
+
+
+def _gemini_response(turn: Turn) -> dict[str, Any]:
+    """One ``GenerateContentResponse`` of the Gemini API (Gemini CLI's wire): function calls,
+    or the final text."""
+    parts: list[dict[str, Any]] = [
+        {"functionCall": {"id": _id("call_"), "name": c.name, "args": c.arguments}}
+        for c in turn.calls
+    ]
+    if not turn.calls:
+        parts.append({"text": turn.text})
+    candidate = {"content": {"role": "model", "parts": parts}, "finishReason": "STOP", "index": 0}
+    return {"candidates": [candidate], "usageMetadata": GEMINI_USAGE, "modelVersion": "fake-1"}
+
+
+def _gemini_events(turn: Turn) -> Iterator[bytes]:
+    """``streamGenerateContent?alt=sse``: the whole response as one SSE chunk."""
+    yield _sse(_gemini_response(turn))
 
 
 def _event(kind: str, **fields: Any) -> bytes:

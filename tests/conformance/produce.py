@@ -119,8 +119,9 @@ def produce_pi_branch(scenario: Scenario, chain: Toolchain, base: Path) -> PiBra
 def record_types(files: tuple[Path, ...], agent: str) -> dict[str, int]:
     """How many records of each type the writer wrote, by its own typed fields only:
     Pi and omp ``type`` (+ ``message.role``), Claude ``type`` (+ ``attachment.type``), Codex
-    ``type`` (+ ``payload.type``, + ``payload.item.type``). ``ops/conformance --latest`` diffs
-    these."""
+    ``type`` (+ ``payload.type``, + ``payload.item.type``), Gemini CLI ``type`` or the header /
+    ``$set`` (+ its keys) / ``$rewindTo``, Qwen Code ``type`` (+ ``subtype``).
+    ``ops/conformance --latest`` diffs these."""
     counts: dict[str, int] = {}
     for path in files:
         for line in path.read_bytes().splitlines():
@@ -144,6 +145,16 @@ def _record_type(record: dict[str, Any], agent: str) -> str:
         attachment = record.get("attachment")
         if isinstance(attachment, dict):
             parts.append(str(attachment.get("type")))
+    elif agent == "gemini":
+        # a header, a message (``type``), or an update: named by its ``$`` key
+        shape = next((k for k in ("$set", "$rewindTo") if k in record), None)
+        if shape is not None or "sessionId" in record:
+            parts = [shape or "header"]
+        if shape == "$set" and isinstance(record["$set"], dict):
+            parts += sorted(record["$set"])
+    elif agent == "qwen":
+        if "subtype" in record:
+            parts.append(str(record["subtype"]))
     else:
         payload = record.get("payload")
         if isinstance(payload, dict) and "type" in payload:

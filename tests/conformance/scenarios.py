@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from tests.conformance.agents import MCP_SERVER, Driver, Home
-from tests.conformance.fake_model import Turn
+from tests.conformance.fake_model import Call, Turn
 
 __all__ = [
     "MCP_ERR",
@@ -104,6 +104,14 @@ def _shell_steps(agent: str) -> Callable[[Home], list[Step]]:
                 Turn.tool("Bash", command=FAIL_CMD, description="Run the failing command"),
             )
             return [Step(prompt, (*turns, final), options=("--allowedTools", "Bash,Read"))]
+        elif agent in ("gemini", "qwen"):
+            turns = (Turn.tool("read_file", file_path=_notes(home)),
+                     Turn.tool("run_shell_command", command=FAIL_CMD))  # fmt: skip
+        elif agent == "copilot":
+            turns = (
+                Turn.tool("view", path=_notes(home)),
+                Turn.tool("bash", command=FAIL_CMD, description="Run the failing command"),
+            )
         else:
             turns = (Turn.tool("exec_command", cmd=FAIL_CMD),)
         return [Step(prompt, (*turns, final))]
@@ -119,6 +127,13 @@ def _shell_expected(agent: str) -> Callable[[Home], list[Expected]]:
         if agent == "claude":
             return [Expected("Read", "succeeded", files=(_notes(home),)),
                     Expected("Bash", "failed")]  # fmt: skip
+        if agent in ("gemini", "qwen"):
+            return [Expected("read_file", "succeeded", files=(_notes(home),)),
+                    Expected("run_shell_command", "failed")]  # fmt: skip
+        if agent == "copilot":
+            # the bash call itself succeeds (success: true); its exit code 3 is the failure
+            return [Expected("view", "succeeded", files=(_notes(home),)),
+                    Expected("bash", "failed")]  # fmt: skip
         return [Expected("exec_command", "failed")]
 
     return expected
@@ -129,12 +144,15 @@ def _shell_expected(agent: str) -> Callable[[Home], list[Expected]]:
 
 def _resume_steps(agent: str) -> Callable[[Home], list[Step]]:
     shell = {"pi": ("bash", "command"), "claude": ("Bash", "command"),
-             "codex": ("exec_command", "cmd"), "omp": ("bash", "command")}[agent]  # fmt: skip
+             "codex": ("exec_command", "cmd"), "omp": ("bash", "command"),
+             "gemini": ("run_shell_command", "command"),
+             "qwen": ("run_shell_command", "command"),
+             "copilot": ("bash", "command")}[agent]  # fmt: skip
     options = ("--allowedTools", "Bash") if agent == "claude" else ()
 
     def steps(home: Home) -> list[Step]:
         args = {shell[1]: "echo RESUMEOUTQ7"}
-        if agent == "claude":
+        if agent in ("claude", "copilot"):
             args["description"] = "Echo a word"
         return [
             Step("First prompt of the session PROMPTFIRSTQ7",
@@ -148,7 +166,9 @@ def _resume_steps(agent: str) -> Callable[[Home], list[Step]]:
 
 
 def _resume_expected(agent: str) -> Callable[[Home], list[Expected]]:
-    name = {"pi": "bash", "claude": "Bash", "codex": "exec_command", "omp": "bash"}[agent]
+    name = {"pi": "bash", "claude": "Bash", "codex": "exec_command", "omp": "bash",
+            "gemini": "run_shell_command", "qwen": "run_shell_command",
+            "copilot": "bash"}[agent]  # fmt: skip
     return lambda home: [Expected(name, "succeeded")]
 
 
@@ -165,6 +185,9 @@ def _mcp_names(agent: str) -> tuple[str, str]:
 
 def _mcp_steps(agent: str) -> Callable[[Home], list[Step]]:
     ok, err = _mcp_names(agent)
+    if agent == "copilot":
+        # the model sees Copilot's "<server>-<tool>"; its events name server and tool apart
+        ok, err = f"{MCP_SERVER}-lookup", f"{MCP_SERVER}-explode"
 
     def steps(home: Home) -> list[Step]:
         calls = [Turn.tool(ok, word="haystack"), Turn.tool(err, why="on purpose")]
@@ -231,6 +254,22 @@ def _subagent_expected(home: Home) -> list[Expected]:
     return [Expected("Agent", "succeeded"), Expected("Bash", "succeeded", sidechain=True)]
 
 
+def _copilot_subagent_steps(home: Home) -> list[Step]:
+    task = {"description": "Echo a word", "prompt": "Echo the word SUBPROMPTQ7 with bash",
+            "agent_type": "general-purpose", "name": "echoer"}  # fmt: skip
+    turns = (
+        Turn(calls=(Call("task", task),)),  # the parent asks for a sub-agent
+        Turn.tool("bash", command="echo SUBOUTQ7", description="Echo a word"),  # the sub-agent
+        Turn.say("Echoed it SUBFINALQ7"),  # the sub-agent's answer
+        Turn.say("The agent is done FINALSUBAGENTQ7"),  # the parent's final answer
+    )
+    return [Step("Ask an agent to echo a word PROMPTSUBAGENTQ7", turns)]
+
+
+def _copilot_subagent_expected(home: Home) -> list[Expected]:
+    return [Expected("task", "succeeded"), Expected("bash", "succeeded", sidechain=True)]
+
+
 # ---------------------------------------------------------------------------------- codemode
 
 CODEMODE_SCRIPT = (
@@ -257,6 +296,33 @@ def _codemode_expected(home: Home) -> list[Expected]:
     ]
 
 
+# ---------------------------------------------------------------------------------- no match
+
+NO_MATCH_CMD = "grep -n NOSUCHWORDQ7 notes.txt"
+
+
+def _no_match_steps(home: Home) -> list[Step]:
+    turns = (Turn.tool("run_shell_command", command=NO_MATCH_CMD),
+             Turn.say("Nothing matched FINALNOMATCHQ7"))  # fmt: skip
+    return [Step("Search the notes for a word PROMPTNOMATCHQ7", turns)]
+
+
+def _no_match_expected(home: Home) -> list[Expected]:
+    # grep exits 1: no line matched, which is an answer, not a failure (stages.shell_exit)
+    return [Expected("run_shell_command", "succeeded")]
+
+
+def _copilot_no_match_steps(home: Home) -> list[Step]:
+    turns = (Turn.tool("bash", command=NO_MATCH_CMD, description="Search the notes"),
+             Turn.say("Nothing matched FINALNOMATCHQ7"))  # fmt: skip
+    return [Step("Search the notes for a word PROMPTNOMATCHQ7", turns)]
+
+
+def _copilot_no_match_expected(home: Home) -> list[Expected]:
+    # Copilot writes the exit code 1 (shellExecution.exitCode): grep found nothing
+    return [Expected("bash", "succeeded")]
+
+
 # --------------------------------------------------------------------------------- the table
 
 
@@ -264,7 +330,7 @@ def _all() -> dict[str, Scenario]:
     # Entry counts: each prompt, each tool call, each tool result and each final answer is one
     # entry; nothing else (system prompts, attachments, bookkeeping lines) is.
     found: list[Scenario] = []
-    for agent in ("pi", "claude", "codex", "omp"):
+    for agent in ("pi", "claude", "codex", "omp", "copilot"):
         shell_entries = 4 if agent == "codex" else 6  # Codex has no read tool: no read call
         mcp_entries = 8 if agent == "claude" else 6  # Claude selects the tools with ToolSearch
         found += [
@@ -275,10 +341,24 @@ def _all() -> dict[str, Scenario]:
             Scenario(agent, "mcp", _mcp_steps(agent), _mcp_expected(agent), setup=_mcp_direct,
                      finals=("FINALMCPQ7",), entries=mcp_entries),
         ]  # fmt: skip
+    for agent in ("gemini", "qwen"):
+        found += [
+            Scenario(agent, "shell", _shell_steps(agent), _shell_expected(agent),
+                     finals=("FINALSHELLQ7",), entries=6),
+            Scenario(agent, "resume", _resume_steps(agent), _resume_expected(agent),
+                     finals=("FINALFIRSTQ7", "FINALSECONDQ7"), entries=6),
+            Scenario(agent, "no-match", _no_match_steps, _no_match_expected,
+                     finals=("FINALNOMATCHQ7",), entries=4),
+        ]  # fmt: skip
     found += [
         Scenario("claude", "subagent", _subagent_steps, _subagent_expected,
                  finals=("FINALSUBAGENTQ7",), sidechain_words=("SUBOUTQ7",),
                  entries=4, sidechain_entries=4),
+        # Copilot's sub-agent writes into its parent's file: sidechain entries of one session
+        Scenario("copilot", "subagent", _copilot_subagent_steps, _copilot_subagent_expected,
+                 finals=("FINALSUBAGENTQ7",), entries=4, sidechain_entries=4),
+        Scenario("copilot", "no-match", _copilot_no_match_steps, _copilot_no_match_expected,
+                 finals=("FINALNOMATCHQ7",), entries=4),
         Scenario("codex", "mcp-unapproved", _unapproved_steps, _unapproved_expected,
                  setup=_mcp_direct, finals=("FINALREFUSEDQ7",), entries=4),
         # user, the codemode call, its result, one child per nested call (3), the answer

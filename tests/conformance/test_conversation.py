@@ -17,12 +17,14 @@ CONVERSATION_ROLES = ("user", "assistant")
 
 
 def split(indexed: Indexed) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """(main session entries, subagent session entries), active branch."""
+    """(main session entries, subagent entries), active branch: a subagent's session, or its
+    entries inside the parent's (Copilot CLI writes them there)."""
     sidechain = {s.path for s in indexed.states() if s.sidechain}
     main: list[dict[str, Any]] = []
     side: list[dict[str, Any]] = []
     for session, entry in indexed.all_entries():
-        (side if session["file"] in sidechain else main).append(entry)
+        inline = entry.get("sidechain") is True
+        (side if session["file"] in sidechain or inline else main).append(entry)
     return main, side
 
 

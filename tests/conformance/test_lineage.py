@@ -9,7 +9,7 @@ from tests.conformance.scenarios import SCENARIOS
 
 pytestmark = pytest.mark.conformance
 
-AGENTS = ("pi", "claude", "codex", "omp")
+AGENTS = ("pi", "claude", "codex", "omp", "gemini", "qwen")
 
 
 @pytest.mark.parametrize("agent", AGENTS)

@@ -15,8 +15,10 @@ from tests.conformance.scenarios import MCP_ERR, MCP_OK, MCP_SERVER, SCENARIOS, 
 pytestmark = pytest.mark.conformance
 
 TOOL_SCENARIOS = [key for key, s in SCENARIOS.items() if not s.sdk]
-AGENTS = ("pi", "claude", "codex", "omp")
-SHELL_TOOL = {"pi": "bash", "claude": "Bash", "codex": "exec_command", "omp": "bash"}
+AGENTS = ("pi", "claude", "codex", "omp", "copilot")
+SHELL_TOOL = {"pi": "bash", "claude": "Bash", "codex": "exec_command", "omp": "bash",
+              "gemini": "run_shell_command", "qwen": "run_shell_command",
+              "copilot": "bash"}  # fmt: skip
 
 
 def tool_entries(
@@ -26,7 +28,8 @@ def tool_entries(
     return [
         e
         for s, e in indexed.all_entries()
-        if e.get("tool") == tool and (sidechain is None or (s["file"] in side) == sidechain)
+        if e.get("tool") == tool
+        and (sidechain is None or (s["file"] in side or e.get("sidechain") is True) == sidechain)
     ]
 
 
@@ -163,7 +166,7 @@ def test_files_touched_come_from_typed_arguments(runs: Runs, key: str) -> None:
         )
 
 
-@pytest.mark.parametrize("agent", AGENTS)
+@pytest.mark.parametrize("agent", list(SHELL_TOOL))
 def test_kind_shell_finds_each_agents_shell_tool(runs: Runs, agent: str) -> None:
     indexed = runs.indexed(f"{agent}/shell")
     try:

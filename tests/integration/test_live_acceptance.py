@@ -21,7 +21,7 @@ from typing import Any
 import orjson
 import pytest
 
-from pipeline.indexer import build_index
+from pipeline.catchup import catch_up
 from pipeline.status import collect_status
 from query.client import Memory
 from store.config import Config
@@ -144,7 +144,7 @@ def test_an_appended_entry_is_recalled_within_a_second(tmp_path: Path) -> None:
         if live.process and live.process.poll() is None:
             live.kill()
     other = elsewhere(config, tmp_path / "clean")
-    build_index(other)
+    catch_up(other)
     assert open_snapshot(config.index_dir).manifest.sessions == (
         open_snapshot(other.index_dir).manifest.sessions
     )

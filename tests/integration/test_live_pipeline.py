@@ -15,7 +15,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from pipeline.indexer import build_index
+from pipeline.catchup import catch_up
 from pipeline.status import collect_status
 from store.config import Config
 from store.errors import SnapshotMissing
@@ -81,7 +81,7 @@ def idle(config: Config) -> bool:
 
 def assert_equals_clean_build(config: Config, tmp: Path) -> Manifest:
     other = elsewhere(config, tmp / "clean")
-    build_index(other)
+    catch_up(other)
     clean = open_snapshot(other.index_dir).manifest
     live = open_snapshot(config.index_dir).manifest
     assert live.sessions == clean.sessions
@@ -315,7 +315,7 @@ def test_the_live_lexicon_converges_to_the_clean_build_while_running(
             if len(manifest.sessions) != 5:
                 return False
             shutil.rmtree(other.index_dir, ignore_errors=True)
-            build_index(other)
+            catch_up(other)
             clean = open_snapshot(other.index_dir).manifest
             return bool(manifest.lexicon) and manifest.lexicon == clean.lexicon
 

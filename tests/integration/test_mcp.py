@@ -12,7 +12,7 @@ import pytest
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
 from devtools.corpus import generate
-from pipeline.indexer import build_index
+from pipeline.catchup import catch_up
 from query.engine import Engine
 from query.transport import Backend
 from tests.helpers import PiRoot, assistant, header, tool_result, user
@@ -189,7 +189,7 @@ def test_acceptance_planted_term_is_rank_1_over_a_generated_corpus(tmp_path: Pat
     )
     from store.config import load_config
 
-    build_index(load_config(config), processes=1)
+    catch_up(load_config(config), processes=1)
     planted = manifest.planted
     assert len(planted) >= 10
 

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from devtools.corpus import CorpusManifest
-from pipeline.indexer import build_index
+from pipeline.catchup import catch_up
 from pipeline.status import collect_status
 from query.engine import Engine
 from store.config import Config
@@ -22,7 +22,7 @@ AGENTS = ("pi", "claude", "codex")
 def mixed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[CorpusManifest, Config]]:
     base = tmp_path_factory.mktemp("mixed")
     manifest, config = generated(base, sessions=30, mean_kb=8, seed=21, hot_sessions=8)
-    report = build_index(config, processes=1)
+    report = catch_up(config, processes=1)
     assert report.failed == 0
     yield manifest, config
 

@@ -22,6 +22,8 @@ from typing import Any
 import orjson
 import pytest
 
+from store.agents import agent_names
+
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("pipeline", "query", "stages", "store")
 TOY = ROOT / "tests" / "data" / "toy_adapter"
@@ -74,7 +76,7 @@ def test_an_adapter_is_its_folder_and_one_registry_line(tmp_path: Path) -> None:
     assert [x for x in diff.stdout.splitlines() if x[:1] in "<>"] == [f"> {LINE.rstrip()}"]
 
     # Given a toy session, and every other agent's root empty
-    roots = {name: tmp_path / name for name in ("pi", "claude", "codex", "omp", "toy")}
+    roots = {name: tmp_path / name for name in (*agent_names(), "toy")}
     for root in roots.values():
         root.mkdir()
     chats = roots["toy"] / "work-proj"
@@ -99,7 +101,7 @@ def test_an_adapter_is_its_folder_and_one_registry_line(tmp_path: Path) -> None:
     _run(src, "pipeline", "run", "--once", *cfg)
     status = _run(src, "pipeline", "status", "--json", *cfg)
     # Then status lists every agent, toy with its one session
-    assert status["agents"] == {"claude": 0, "codex": 0, "omp": 0, "pi": 0, "toy": 1}
+    assert status["agents"] == {**{name: 0 for name in agent_names()}, "toy": 1}
     assert status["indexed"] == status["eligible"] == 1
 
     # And every query command reads it, with and without --agent toy

@@ -12,7 +12,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from pipeline.indexer import build_index
+from pipeline.catchup import catch_up
 from pipeline.status import collect_status
 from store.reader import open_snapshot
 from store.records import ColdDigest, HotShard, SessionEntries
@@ -59,7 +59,7 @@ def test_indexes_every_session_and_names_incomplete_ones(pi: PiRoot) -> None:
     with broken.open("ab") as f:
         f.write(b'{"type":"message","id":"x"\n')  # a malformed line
     os.utime(broken, (500, 500))
-    report = build_index(config)
+    report = catch_up(config)
     assert (report.eligible, report.indexed, report.failed) == (3, 3, 0)
     status = collect_status(config).as_dict()
     assert status["indexed"] == status["eligible"] == 3
@@ -89,10 +89,10 @@ def test_indexes_every_session_and_names_incomplete_ones(pi: PiRoot) -> None:
 def test_rerun_without_change_writes_nothing(pi: PiRoot) -> None:
     config = pi.write_config()
     pi.session("a", small_session("sa", "alpha"))
-    first = build_index(config)
+    first = catch_up(config)
     assert first.generations == [1] and first.bytes_written > 0
     before = {p: p.stat().st_mtime_ns for p in pi.index.rglob("*")}
-    second = build_index(config)
+    second = catch_up(config)
     assert second.bytes_written == 0
     assert second.generations == []
     assert second.reused == 1 and second.indexed == 0
@@ -103,10 +103,10 @@ def test_rebuild_from_nothing_gives_identical_record_files(pi: PiRoot) -> None:
     config = pi.write_config(hotSessions=2)
     for n in range(5):
         pi.session(f"s{n}", small_session(f"id{n}", f"word{n}"), mtime_s=1000 + n)
-    build_index(config)
+    catch_up(config)
     first = record_files(pi.index)
     shutil.rmtree(pi.index)
-    build_index(config)
+    catch_up(config)
     assert record_files(pi.index) == first
     assert all(len(v) > 0 for v in first.values())
 
@@ -115,14 +115,14 @@ def test_changes_are_followed(pi: PiRoot) -> None:
     config = pi.write_config(hotSessions=1)
     a = pi.session("a", small_session("sa", "alpha"), mtime_s=1000)
     b = pi.session("b", small_session("sb", "beta"), mtime_s=2000)
-    build_index(config)
+    catch_up(config)
     # Given a grows (and becomes the newest), b is deleted, c appears
     with a.open("ab") as f:
         f.write(jsonl([user("u2", "r1", "appended zeta", T0 + 9)]))
     os.utime(a, (3000, 3000))
     b.unlink()
     pi.session("c", small_session("sc", "gamma"), mtime_s=500)
-    report = build_index(config)
+    report = catch_up(config)
     # b's file is gone: its session stays, read from the archive; it was the hot one, so it
     # is built again, cold, from the archived bytes (a, c and b: three builds)
     assert (report.indexed, report.removed, report.archived) == (3, 0, 1)
@@ -138,7 +138,7 @@ def test_changes_are_followed(pi: PiRoot) -> None:
 def test_status_reports_stale_and_new_without_writing(pi: PiRoot) -> None:
     config = pi.write_config()
     a = pi.session("a", small_session("sa", "alpha"))
-    build_index(config)
+    catch_up(config)
     with a.open("ab") as f:
         f.write(jsonl([user("u2", "r1", "later", T0 + 9)]))
     pi.session("n", small_session("sn", "new"))
@@ -149,13 +149,28 @@ def test_status_reports_stale_and_new_without_writing(pi: PiRoot) -> None:
 
 def test_policy_change_rebuilds_everything(pi: PiRoot) -> None:
     pi.session("a", small_session("sa", "alpha"))
-    build_index(pi.write_config())
-    report = build_index(pi.write_config(indexToolOutput=False))
+    catch_up(pi.write_config())
+    report = catch_up(pi.write_config(indexToolOutput=False))
     assert report.indexed == 1 and report.reused == 0
     snapshot = open_snapshot(pi.index)
     [state] = snapshot.manifest.sessions
     entries = snapshot.load(state.entries_record, SessionEntries).view("active").entries
     assert entries[3].text.startswith("toolResult(read)") and "file body" not in entries[3].text
+
+
+def test_a_new_hot_set_and_new_sessions_publish_one_generation(pi: PiRoot) -> None:
+    # Given an index of two sessions, one of them hot
+    pi.session("a", small_session("sa", "alpha"), mtime_s=1000)
+    pi.session("b", small_session("sb", "beta"), mtime_s=2000)
+    first = catch_up(pi.write_config(hotSessions=1))
+    # When the hot set grows (a retier of the indexed ones) and a session appears meanwhile
+    pi.session("c", small_session("sc", "gamma"), mtime_s=500)
+    report = catch_up(pi.write_config(hotSessions=3))
+    # Then one generation says it all, every session hot, none named pending
+    assert report.generations == [first.generations[-1] + 1]
+    manifest = open_snapshot(pi.index).manifest
+    assert [s.tier for s in manifest.sessions] == ["hot", "hot", "hot"]
+    assert not manifest.skipped and not manifest.reasons
 
 
 def test_cli_run_and_status(pi: PiRoot) -> None:
@@ -189,16 +204,16 @@ def test_cli_errors_name_the_problem(pi: PiRoot) -> None:
 
 
 def test_worker_processes_give_the_same_records(pi: PiRoot, monkeypatch) -> None:
-    import pipeline.indexer as indexer
+    from pipeline import catchup
 
     config = pi.write_config(hotSessions=2)
     for n in range(4):
         pi.session(f"s{n}", small_session(f"id{n}", f"word{n}"), mtime_s=1000 + n)
-    build_index(config)
+    catch_up(config)
     inline = record_files(pi.index)
     shutil.rmtree(pi.index)
-    monkeypatch.setattr(indexer, "INLINE_BYTES", 0)
-    build_index(config, processes=2)
+    monkeypatch.setattr(catchup, "INLINE_BYTES", 0)
+    catch_up(config, processes=2)
     assert record_files(pi.index) == inline
 
 
@@ -212,14 +227,14 @@ def test_real_pi_sessions_index_without_errors(pi: PiRoot) -> None:
     for f in sorted(source.glob("*.jsonl")):
         (folder / f.name).symlink_to(f)
     config = pi.write_config(hotSessions=100)
-    report = build_index(config)
+    report = catch_up(config)
     # symlinks are never followed out of a root: copy instead to prove indexing works
     assert report.eligible == 0
     for link in folder.iterdir():
         target = link.resolve()
         link.unlink()
         shutil.copyfile(target, link)
-    report = build_index(config)
+    report = catch_up(config)
     assert report.failed == 0 and report.indexed == len(list(source.glob("*.jsonl")))
     status = collect_status(config).as_dict()
     assert status["indexed"] == status["eligible"]
@@ -229,9 +244,9 @@ def test_a_deletion_alone_is_published(pi: PiRoot) -> None:
     config = pi.write_config(hotSessions=5)
     pi.session("a", small_session("sa", "alpha"), mtime_s=1000)
     b = pi.session("b", small_session("sb", "beta"), mtime_s=2000)
-    build_index(config)
+    catch_up(config)
     b.unlink()  # nothing left to index, no tier moves: only the removal
-    report = build_index(replace(config, archive=replace(config.archive, keep=False)))
+    report = catch_up(replace(config, archive=replace(config.archive, keep=False)))
     assert (report.indexed, report.removed, len(report.generations)) == (0, 1, 1)
     manifest = open_snapshot(config.index_dir).manifest
     assert [Path(s.path).name for s in manifest.sessions] == ["a.jsonl"]
@@ -241,9 +256,9 @@ def test_a_deletion_alone_is_published_as_archived(pi: PiRoot) -> None:
     config = pi.write_config(hotSessions=5)
     pi.session("a", small_session("sa", "alpha"), mtime_s=1000)
     b = pi.session("b", small_session("sb", "beta"), mtime_s=2000)
-    build_index(config)
+    catch_up(config)
     b.unlink()  # kept: b becomes cold (a build from its archived bytes) and archived
-    report = build_index(config)
+    report = catch_up(config)
     assert (report.indexed, report.removed, report.archived, len(report.generations)) == (
         1,
         0,
@@ -267,7 +282,7 @@ def test_a_pooled_build_writes_the_lexicon_an_inline_plan_expects(tmp_path: Path
     _, config = generated(
         tmp_path, sessions=BUCKET_DIGESTS + 60, mean_kb=40, seed=9, hot_sessions=4
     )
-    report = build_index(config, processes=2)
+    report = catch_up(config, processes=2)
     assert report.failed == 0
     manifest = open_snapshot(config.index_dir).manifest
     cold = [s for s in manifest.sessions if s.tier != "hot"]
@@ -276,7 +291,7 @@ def test_a_pooled_build_writes_the_lexicon_an_inline_plan_expects(tmp_path: Path
     assert not plan.todo and plan.segments == manifest.lexicon
     again = tmp_path / "again"
     other = elsewhere(config, again)
-    build_index(other, processes=1)  # one worker, another order of work: the same files
+    catch_up(other, processes=1)  # one worker, another order of work: the same files
     assert open_snapshot(again).manifest.lexicon == manifest.lexicon
 
 
@@ -287,7 +302,7 @@ def test_a_pooled_build_in_several_batches_publishes_each_with_its_lexicon(
 
     _, config = generated(tmp_path, sessions=120, mean_kb=80, seed=4, hot_sessions=4)
     small = replace(config, memory=replace(config.memory, max_sync_source_bytes=4 * 1024 * 1024))
-    report = build_index(small, processes=2)
+    report = catch_up(small, processes=2)
     assert report.failed == 0 and len(report.generations) > 1
     manifest = open_snapshot(config.index_dir).manifest
     assert manifest.lexicon and not manifest.reasons

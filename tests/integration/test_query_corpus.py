@@ -18,7 +18,7 @@ import orjson
 import pytest
 
 from devtools.corpus import CorpusManifest, generate
-from pipeline.indexer import build_index
+from pipeline.catchup import catch_up
 from query.engine import Engine
 from store.config import Config
 from store.reader import open_snapshot
@@ -51,7 +51,7 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Corpus]:
     from store.config import load_config
 
     config = load_config(config_path)
-    build_index(config, processes=1)
+    catch_up(config, processes=1)
     engine = Engine(config)
     yield Corpus(base / "c", manifest, config, config_path, engine)
     engine.close()

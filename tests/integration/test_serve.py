@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from pipeline.indexer import build_index
+from pipeline.catchup import catch_up
 from query.cli import main
 from query.engine import Engine
 from query.server import QueryServer, ServeOptions
@@ -69,6 +69,7 @@ class Served:
     """A `query serve` subprocess on a kit's config."""
 
     def __init__(self, config_path: Path, *extra: str) -> None:
+        self.stderr = ""
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "query", "serve", "--config", str(config_path), *extra],
             stdout=subprocess.PIPE,
@@ -76,14 +77,13 @@ class Served:
         )
 
     def stop(self) -> int:
+        """SIGTERM it and wait; what it wrote to stderr is kept in ``stderr`` to explain a
+        failing exit."""
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
-        try:
-            return self.proc.wait(15)
-        finally:
-            for stream in (self.proc.stdout, self.proc.stderr):
-                if stream is not None:
-                    stream.close()
+        _, err = self.proc.communicate(timeout=15)
+        self.stderr = err.decode(errors="replace")[-4000:]
+        return self.proc.returncode
 
 
 @pytest.fixture
@@ -156,7 +156,7 @@ def test_socket_is_private_and_output_is_identical_either_way(
         # every one of them was answered by the server (invalid arguments included)
         assert after["requests"] - before["requests"] == len(commands)
     finally:
-        assert server.stop() == 0
+        assert server.stop() == 0, server.stderr
     assert not socket_path(kit.config.index_dir).exists()
 
 
@@ -196,7 +196,7 @@ def test_one_server_per_socket_and_a_dead_servers_socket_is_replaced(kit: Kit) -
         with Backend(kit.config, server="require") as b:
             assert b.recall({"query": "flaky"}, cwd=CWD)["total"] == 1
     finally:
-        assert third.stop() == 0
+        assert third.stop() == 0, third.stderr
 
 
 def test_sigint_also_stops_cleanly(kit: Kit) -> None:
@@ -204,7 +204,7 @@ def test_sigint_also_stops_cleanly(kit: Kit) -> None:
     server = Served(kit.pi.config_path, "--quiet")
     wait_for(lambda: ping(kit.config) is not None)
     server.proc.send_signal(signal.SIGINT)
-    assert server.stop() == 0
+    assert server.stop() == 0, server.stderr
     assert not socket_path(kit.config.index_dir).exists()
 
 
@@ -235,7 +235,7 @@ def test_a_new_generation_is_served_as_soon_as_current_moves(kit: Kit, served: S
     with Backend(kit.config, server="require") as b:
         assert b.recall({"query": "zanzibar", "scope": "project"}, cwd=CWD)["total"] == 0
         kit.session("new", [header("new", CWD), user("u", None, "zanzibar", T0)], mtime_s=3000)
-        build_index(kit.config, processes=1)
+        catch_up(kit.config, processes=1)
         got = b.recall({"query": "zanzibar", "scope": "project"}, cwd=CWD)
         assert got["total"] == 1 and b.served_by == "server"
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from pipeline.indexer import build_index
+from pipeline.catchup import catch_up
 from query.engine import Engine
 from tests.helpers import generated
 
@@ -73,7 +73,7 @@ def test_failed_bash_total_equals_an_independent_count(tmp_path: Path) -> None:
     manifest, config = generated(
         tmp_path, sessions=40, mean_kb=10, seed=11, agents=("pi",), hot_sessions=20
     )
-    build_index(config, processes=1)
+    catch_up(config, processes=1)
     valid = {(t.file, t.entry_id) for t in manifest.fabric_traces if t.valid}
     expected = 0
     for s in manifest.sessions:

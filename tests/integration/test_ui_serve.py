@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.indexer import build_index
+from pipeline.catchup import catch_up
 from query.transport import Backend
 from tests.doubles import wait_for
 from tests.helpers import PiRoot, assistant, header, user
@@ -27,7 +27,7 @@ def test_serve_http_answers_the_api_through_the_socket_servers_engine(tmp_path: 
     config = pi.write_config()
     pi.session("s", [header("h-1", "/work/proj", T0), user("u1", None, "emuterm here", T0 + 1),
                      assistant("a1", "u1", "emuterm answered", T0 + 2)])  # fmt: skip
-    build_index(config, processes=1)
+    catch_up(config, processes=1)
     server = subprocess.Popen(
         [sys.executable, "-m", "query", "serve", "--http", "0", "--config", str(pi.config_path)],
         stdout=subprocess.PIPE,

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from pipeline.indexer import build_index
+from pipeline.catchup import catch_up
 from pipeline.status import collect_status
 from query.engine import Engine
 from tests.helpers import PiRoot, header, user
@@ -59,12 +59,12 @@ def test_sessions_of_an_unreadable_folder_stay_and_coverage_says_why(
     root: PiRoot, folder_a: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     config = root.write_config()
-    build_index(config)
+    catch_up(config)
     before = recall(root, "wombatterm")
     assert before["total"] == 7 and before["coverage"]["complete"]
 
     refuse(monkeypatch, folder_a)
-    report = build_index(config)
+    report = catch_up(config)
     assert report.removed == 0
     after = recall(root, "wombatterm")
     assert after["total"] == 7, "what the index held of the folder is kept"
@@ -80,7 +80,7 @@ def test_sessions_of_an_unreadable_folder_stay_and_coverage_says_why(
 def test_the_query_side_names_a_folder_that_became_unreadable(
     root: PiRoot, folder_a: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    build_index(root.write_config())
+    catch_up(root.write_config())
     refuse(monkeypatch, folder_a)  # after the generation was published: only queries see it
     result = recall(root, "wombatterm")
     assert result["coverage"]["complete"] is False
@@ -93,7 +93,7 @@ def test_an_empty_answer_over_an_unreadable_folder_is_not_authoritative(
     root: PiRoot, folder_a: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     refuse(monkeypatch, folder_a)  # unreadable from the first build on
-    build_index(root.write_config())
+    catch_up(root.write_config())
     result = recall(root, "wombatterm")
     assert result["total"] == 0
     assert result["coverage"]["complete"] is False

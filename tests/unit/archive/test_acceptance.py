@@ -10,7 +10,7 @@ from typing import Any
 
 import orjson
 
-from pipeline.indexer import build_index
+from pipeline.catchup import catch_up
 from pipeline.runner import InlineRunner
 from pipeline.settings import RunSettings
 from pipeline.status import collect_status
@@ -59,11 +59,11 @@ def test_run_once_restart_and_rebuild(tmp_path: Path) -> None:
     root = ClaudeRoot(tmp_path)
     config = root.write_config()
     path = root.session("s1", claude_session(WORD, turns=3))
-    build_index(config)
+    catch_up(config)
     before = {h["index"]: _expanded(config, h)["entries"] for h in entry_hits(config, WORD)}
     path.unlink()
 
-    build_index(config)
+    catch_up(config)
     _says_archived(config, path)
     after = {h["index"]: _expanded(config, h)["entries"] for h in entry_hits(config, WORD)}
     assert after == before  # exactly the entries it expanded to while the file was there
@@ -73,7 +73,7 @@ def test_run_once_restart_and_rebuild(tmp_path: Path) -> None:
     assert status["archived"] == 1 and status["stale"] == 0
     assert status["archive"]["bytes"] > 0 and status["archive"]["archivedSessions"] == 1
 
-    build_index(config)  # a restart: nothing to do, the same generation
+    catch_up(config)  # a restart: nothing to do, the same generation
     assert _state(config, path) == archived
 
     # walk (the client's guest-side reader) visits every entry of the archived session, whole
@@ -86,7 +86,7 @@ def test_run_once_restart_and_rebuild(tmp_path: Path) -> None:
     assert any(WORD in t for t in texts)
 
     StoreWriter(config.index_dir).wipe()  # `pipeline rebuild`
-    build_index(config)
+    catch_up(config)
     assert _state(config, path) == archived  # the very same records, built from the archive
     _says_archived(config, path)
     again = {h["index"]: _expanded(config, h)["entries"] for h in entry_hits(config, WORD)}
@@ -121,7 +121,7 @@ def test_always_on_append_delete_restart_rebuild(tmp_path: Path) -> None:
         assert _state(config, path) == live
         _says_archived(config, path)
     StoreWriter(config.index_dir).wipe()
-    build_index(config)
+    catch_up(config)
     assert _state(config, path) == live  # the rebuild gives what the live pipeline had
     assert {h["index"]: _expanded(config, h)["entries"] for h in entry_hits(config, WORD)} == before
 
@@ -130,9 +130,9 @@ def test_a_new_policy_rebuilds_archived_sessions_from_the_archive(tmp_path: Path
     root = ClaudeRoot(tmp_path)
     config = root.write_config()
     path = root.session("s1", claude_session(WORD))
-    build_index(config)
+    catch_up(config)
     path.unlink()
-    build_index(config)
+    catch_up(config)
     # another policy: every record is built again; the archived session from its copy
     changed = root.write_config(maxEntryChars=500)
     with InlineRunner(changed, RunSettings(workers=1)) as runner:
@@ -147,12 +147,12 @@ def test_a_source_that_comes_back_is_indexed_from_the_file_again(tmp_path: Path)
     config = root.write_config()
     lines = claude_session(WORD)
     path = root.session("s1", lines)
-    build_index(config)
+    catch_up(config)
     path.unlink()
-    build_index(config)
+    catch_up(config)
     assert _state(config, path).archived
     path.write_bytes(jsonl(lines))
-    build_index(config)
+    catch_up(config)
     assert _state(config, path).archive == "kept"
     assert all("archived" not in h for h in entry_hits(config, WORD))
 
@@ -161,11 +161,11 @@ def test_keep_off_drops_a_deleted_session_as_before(tmp_path: Path) -> None:
     root = ClaudeRoot(tmp_path)
     config = root.write_config("[archive]\nkeep = false\n")
     path = root.session("s1", claude_session(WORD))
-    build_index(config)
+    catch_up(config)
     assert not (config.archive_dir).exists()
     assert _state(config, path).archive == ""
     path.unlink()
-    build_index(config)
+    catch_up(config)
     assert open_snapshot(config.index_dir).session(str(path)) is None
     assert entry_hits(config, WORD) == []
 
@@ -176,7 +176,7 @@ def test_files_and_folders_are_private(tmp_path: Path) -> None:
     root.session("s1", claude_session(WORD))
     old = os.umask(0o022)
     try:
-        build_index(config)
+        catch_up(config)
     finally:
         os.umask(old)
     for dirpath, _dirs, files in os.walk(config.archive_dir):
@@ -191,9 +191,9 @@ def test_doctor_says_what_the_archive_keeps(tmp_path: Path) -> None:
     root = ClaudeRoot(tmp_path)
     config = root.write_config()
     path = root.session("s1", claude_session(WORD))
-    build_index(config)
+    catch_up(config)
     path.unlink()
-    build_index(config)
+    catch_up(config)
     [check] = [c for c in diagnose(config).checks if c.name == "archive"]
     assert check.level == "ok" and "1 read from the archive" in check.message
     off = root.write_config("[archive]\nkeep = false\n")

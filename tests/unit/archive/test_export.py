@@ -9,7 +9,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from pipeline.indexer import build_index
+from pipeline.catchup import catch_up
 from query.engine import Engine
 from query.export import ExportError, export
 from tests.helpers import jsonl
@@ -32,9 +32,9 @@ def archived(tmp_path: Path):
     config = root.write_config()
     lines = claude_session(WORD)
     path = root.session("s1", lines)
-    build_index(config)
+    catch_up(config)
     path.unlink()
-    build_index(config)
+    catch_up(config)
     return config, path, jsonl(lines)
 
 
@@ -72,7 +72,7 @@ def test_markdown_fences_hold_any_backticks(tmp_path: Path) -> None:
     config = root.write_config()
     lines = claude_session("```nested``` fence")
     root.session("s1", lines)
-    build_index(config)
+    catch_up(config)
     text = _export(config, str(root.root / "-work-proj" / "s1.jsonl"), "md").decode()
     assert text.startswith("# claude:")
     assert "````" in text  # a fence longer than the longest run inside it
@@ -110,9 +110,9 @@ def test_reveal_reads_the_archived_copy(tmp_path: Path) -> None:
     root = ClaudeRoot(tmp_path)
     config = root.write_config()
     path = root.session("s1", claude_session(f"x {text}"))
-    build_index(config)
+    catch_up(config)
     path.unlink()
-    build_index(config)
+    catch_up(config)
     argv = [sys.executable, "-m", "query", "expand", str(path), "--range", "0:0", "--json",
             "--no-server", "--config", str(config.path)]  # fmt: skip
     hidden = subprocess.run(argv, capture_output=True, text=True, check=True).stdout
@@ -143,13 +143,13 @@ def test_subagents_are_marked_and_a_deleted_subagent_keeps_its_sidecar(tmp_path:
     sub.write_bytes(jsonl([said("u9", None, 5, "file search", agent="f1le")]))
     meta = sub.with_name("agent-f1le.meta.json")
     meta.write_bytes(orjson.dumps({"agentType": "Explore", "toolUseId": "toolu_7"}))
-    build_index(config)
+    catch_up(config)
     text = _export(config, str(main), "md").decode()
     assert "subagent inl1" in text
     before = _export(config, str(sub), "jsonl")
     sub.unlink()
     meta.unlink()  # the sidecar goes with it: the archive kept what it said
-    build_index(config)
+    catch_up(config)
     after = [orjson.loads(line) for line in _export(config, str(sub), "jsonl").splitlines()]
     assert after[0]["archived"] is True
     assert [e["parentToolCallId"] for e in after[1:]] == ["toolu_7"]

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from pipeline.catchup import catch_up
 from pipeline.forget import ForgetError, Selection, forget, parse_before, select
-from pipeline.indexer import build_index
 from pipeline.runner import InlineRunner
 from pipeline.settings import RunSettings
 from store.archive import Archive
@@ -33,7 +33,7 @@ def test_forget_leaves_no_byte_of_the_session_in_index_or_archive(tmp_path: Path
     root = ClaudeRoot(tmp_path)
     config = root.write_config(hotSessions=1)
     secret, kept = _two_sessions(root)
-    build_index(config)
+    catch_up(config)
     # the grep sees the word where it is: records, the lexicon, the archive
     assert any(p.startswith("records/") for p in files_holding(config.index_dir, SECRET))
     assert files_holding(config.archive_dir, SECRET)
@@ -49,7 +49,7 @@ def test_forget_leaves_no_byte_of_the_session_in_index_or_archive(tmp_path: Path
     assert recall(config, SECRET)["hits"] == []
     assert secret.exists()  # the source is not ours to delete
     # the file is still there, but it is never indexed again
-    build_index(config)
+    catch_up(config)
     assert (
         files_holding(config.index_dir, SECRET) == files_holding(config.archive_dir, SECRET) == []
     )
@@ -68,9 +68,9 @@ def test_forget_of_an_archived_session(tmp_path: Path) -> None:
     root = ClaudeRoot(tmp_path)
     config = root.write_config(hotSessions=1)
     secret, _ = _two_sessions(root)
-    build_index(config)
+    catch_up(config)
     secret.unlink()
-    build_index(config)
+    catch_up(config)
     assert entry_hits(config, SECRET)  # kept from the archive
     report = forget(config, Selection(project="/work/proj", before_ns=1_500 * 10**9))
     assert [f["path"] for f in report.forgotten] == [str(secret)]
@@ -106,10 +106,10 @@ def test_exclude_keeps_paths_out_and_purges_what_was_indexed(tmp_path: Path) -> 
     root = ClaudeRoot(tmp_path)
     config = root.write_config(hotSessions=1)
     secret, kept = _two_sessions(root)
-    build_index(config)
+    catch_up(config)
     assert files_holding(config.index_dir, SECRET)
     config = replace(config, exclude=("**/secret.jsonl",))
-    report = build_index(config)
+    report = catch_up(config)
     assert report.forgotten == 1
     from store.writer import StoreWriter
 

@@ -423,7 +423,7 @@ def test_bad_arguments_are_refused(tmp_path: Path) -> None:
     with pytest.raises(ValueError):
         generate(tmp_path / "a", sessions=0, mean_kb=10, seed=1)
     with pytest.raises(ValueError):
-        generate(tmp_path / "b", sessions=2, mean_kb=10, seed=1, agents=("pi", "gemini"))
+        generate(tmp_path / "b", sessions=2, mean_kb=10, seed=1, agents=("pi", "msn"))
     with pytest.raises(ValueError):
         generate(tmp_path / "c", sessions=2, mean_kb=10, seed=1, agents=())
 

@@ -17,7 +17,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pipeline.indexer import build_index, policy_of
+from pipeline.catchup import catch_up
+from pipeline.engine import policy_of
 from pipeline.runner import InlineRunner, Mailbox
 from pipeline.settings import RunSettings
 from pipeline.workers import IndexWorker
@@ -63,7 +64,7 @@ def append_lines(path: Path, records: list[dict]) -> None:
 
 def clean_rebuild(config: Config, tmp: Path) -> Manifest:
     other = elsewhere(config, tmp / "clean")
-    build_index(other)
+    catch_up(other)
     return open_snapshot(other.index_dir).manifest
 
 
@@ -309,7 +310,7 @@ def test_run_once_folds_deltas_an_always_on_run_left(pi: PiRoot, tmp_path: Path)
     state = open_snapshot(config.index_dir).session(str(path))
     assert state is not None and state.index_deltas
     # When `pipeline run --once` catches up, the session is rebuilt as a clean build would
-    report = build_index(config)
+    report = catch_up(config)
     assert report.indexed == 1
     assert_converged(config, tmp_path)
 

@@ -13,9 +13,9 @@ import orjson
 import pytest
 import structlog
 
+from pipeline.catchup import catch_up
 from pipeline.cli import main
 from pipeline.doctor import diagnose, query_socket
-from pipeline.indexer import build_index
 from pipeline.status import collect_status, render_status
 from query.transport import socket_path
 from store.exits import EXIT_FAILED, EXIT_NO_INDEX, EXIT_NOT_AN_INDEX, EXIT_OK
@@ -55,7 +55,7 @@ def test_doctor_fails_without_an_index_then_passes(
     assert code == EXIT_FAILED and report["ok"] is False
     levels = {c["name"]: c["level"] for c in report["checks"]}
     assert levels["index"] == "fail" and levels["sources"] == "ok"
-    build_index(pi.write_config(maxEntryChars=100))
+    catch_up(pi.write_config(maxEntryChars=100))
     code, out, _ = cli(pi, capsys, "doctor")
     assert code == EXIT_OK, out
     assert "ok    current" in out and "warn  pipeline" in out
@@ -64,7 +64,7 @@ def test_doctor_fails_without_an_index_then_passes(
 def test_doctor_sees_a_changed_source_and_an_unreadable_root(
     pi: PiRoot, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    build_index(pi.write_config(maxEntryChars=100))
+    catch_up(pi.write_config(maxEntryChars=100))
     pi.session("t", [header("t", "/work/p"), user("u", None, "new one", T0)])
     checks = {c.name: c for c in diagnose(pi.write_config()).checks}
     assert checks["current"].level == "fail" and "1 new" in checks["current"].message
@@ -95,7 +95,7 @@ def test_doctor_finds_a_listening_query_server(pi: PiRoot) -> None:
 
 def test_status_counts_display_cuts_apart_from_gaps(pi: PiRoot) -> None:
     config = pi.write_config(maxEntryChars=100)
-    build_index(config)
+    catch_up(config)
     status = collect_status(config)
     assert status.incomplete == 0 and status.display_cut == 1
     text = render_status(status)

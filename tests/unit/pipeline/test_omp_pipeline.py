@@ -94,18 +94,18 @@ def test_an_index_written_before_manifests_named_their_sources_gets_them_once(
 ) -> None:
     from dataclasses import replace
 
-    from pipeline.indexer import build_index
+    from pipeline.catchup import catch_up
     from store.writer import StoreWriter
 
     pi = PiRoot(tmp_path)
     config = pi.write_config()
     omp_root(pi)
-    build_index(config)
+    catch_up(config)
     # Given CURRENT as an older release wrote it: no source facts
     old = open_snapshot(config.index_dir).manifest
     StoreWriter(config.index_dir).publish(replace(old, generation=old.generation + 1, sources={}))
     # When the next catch-up run finds no session changed, it still publishes them once
-    assert build_index(config).generations == [old.generation + 2]
+    assert catch_up(config).generations == [old.generation + 2]
     assert open_snapshot(config.index_dir).manifest.sources == old.sources
     # and a rerun then writes nothing
-    assert build_index(config).generations == []
+    assert catch_up(config).generations == []

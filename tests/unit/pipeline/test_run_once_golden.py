@@ -28,7 +28,7 @@ from typing import Any
 import blake3
 import pytest
 
-from pipeline.indexer import build_index
+from pipeline.catchup import catch_up
 from store.codec import encode
 from store.reader import open_snapshot
 from tests.helpers import generated
@@ -80,7 +80,7 @@ def test_run_once_writes_the_golden_index(fixed_base: Path, tmp_path: Path) -> N
     )
     config = replace(config, memory=replace(config.memory, index_dir=tmp_path / "index"))
     # When `run --once` indexes it
-    report = build_index(config, processes=1)
+    report = catch_up(config, processes=1)
     assert report.failed == 0
     observed = _observed(tmp_path / "index")
     # Then hot and cold records and the lexicon are all there, each byte as before

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import multiprocess
 
+from pipeline.catchup import catch_up
 from pipeline.children import Flag, _pause, _Semaphore
-from pipeline.indexer import build_index
 from pipeline.settings import RunSettings
 from pipeline.watcher import Watcher
 from store.journal import FileJournal
@@ -57,7 +57,7 @@ def test_a_marked_path_wakes_the_watcher_until_it_journals(tmp_path: Path) -> No
     pi = PiRoot(tmp_path)
     config = pi.write_config()
     path = pi.session("s", [header("s", "/work"), user("u", None, "hello", T0)], mtime_s=1000)
-    build_index(config)
+    catch_up(config)
     journal = FileJournal(IndexLayout(config.index_dir).journal, writable=True)
     watcher = Watcher(
         config, journal, policy="p", published=lambda: -1, settings=RunSettings(workers=1)

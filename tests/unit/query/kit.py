@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from pipeline.indexer import build_index
+from pipeline.catchup import catch_up
 from query.engine import Engine
 from query.search import Budgets
 from tests.helpers import PiRoot, jsonl
@@ -52,7 +52,7 @@ class Kit:
         os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000))
 
     def build(self) -> Engine:
-        build_index(self.config, processes=1)
+        catch_up(self.config, processes=1)
         return self.engine
 
     @property

@@ -58,9 +58,9 @@ class Pair:
         return self.pi.session(name, chat(name, word, cwd), cwd=cwd)
 
     def build(self) -> None:
-        from pipeline.indexer import build_index
+        from pipeline.catchup import catch_up
 
-        build_index(self.config, processes=1)
+        catch_up(self.config, processes=1)
 
     def requests(self) -> list[tuple[str, dict[str, Any], str]]:
         out: list[tuple[str, dict[str, Any], str]] = [

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pipeline.indexer import build_index
+from pipeline.catchup import catch_up
 from pipeline.runner import InlineRunner
 from pipeline.settings import RunSettings
 from query.engine import Engine
@@ -43,7 +43,7 @@ def test_base_plus_deltas_answers_like_a_clean_build(tmp_path: Path) -> None:
     state = open_snapshot(config.index_dir).session(str(path))
     assert state is not None and len(state.index_deltas) >= 2
     clean = elsewhere(config, tmp_path / "clean")
-    build_index(clean)
+    catch_up(clean)
     assert not open_snapshot(clean.index_dir).session(str(path)).index_deltas  # type: ignore[union-attr]
     requests: list[tuple[str, dict[str, Any]]] = [
         ("recall", {"query": "shared word1", "scope": "project"}),
@@ -103,7 +103,7 @@ def test_claude_lines_that_change_stored_entries_answer_like_a_clean_build(
     ]
     assert sum(1 for d in shards if d.view("active").replaces) >= 2
     clean = elsewhere(config, tmp_path / "clean")
-    build_index(clean)
+    catch_up(clean)
     requests: list[tuple[str, dict[str, Any]]] = [
         *(("recall", {"query": q, "scope": "project"}) for q in (
             "alpha", "bravo", "charlie", "echo", "foxtrot", "golf", "hotel", "said bravo",

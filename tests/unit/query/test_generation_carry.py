@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from pipeline.indexer import build_index
+from pipeline.catchup import catch_up
 from query.engine import Engine
 from tests.helpers import PiRoot, assistant, header, jsonl, user
 
@@ -25,7 +25,7 @@ def test_unchanged_sessions_are_served_from_the_previous_generation(tmp_path) ->
     a = pi.session("a", session("sa", "alpha"), mtime_s=3000)
     pi.session("b", session("sb", "beta"), mtime_s=2000)
     pi.session("c", session("sc", "gamma"), mtime_s=1000)  # cold
-    build_index(config)
+    catch_up(config)
     with Engine(config) as engine:
         first = engine.refresh()
         first.warm()
@@ -36,7 +36,7 @@ def test_unchanged_sessions_are_served_from_the_previous_generation(tmp_path) ->
         with a.open("ab") as f:
             f.write(jsonl([user("u2", "a1", "and delta", T0 + 5)]))
         os.utime(a, (3001, 3001))
-        build_index(config)
+        catch_up(config)
         second = engine.refresh()
         assert second.generation == first.generation + 1
         # Then b's shard and the cold term index are the very same objects
@@ -52,12 +52,12 @@ def test_a_changed_cold_set_rebuilds_the_term_index(tmp_path) -> None:
     config = pi.write_config(hotSessions=1)
     pi.session("a", session("sa", "alpha"), mtime_s=3000)
     pi.session("b", session("sb", "beta"), mtime_s=2000)
-    build_index(config)
+    catch_up(config)
     with Engine(config) as engine:
         first = engine.refresh()
         terms = first.terms("active")
         pi.session("c", session("sc", "gamma"), mtime_s=4000)  # demotes a
-        build_index(config)
+        catch_up(config)
         second = engine.refresh()
         assert second.terms("active")[0] is not terms[0]
         page = engine.recall({"query": "alpha", "scope": "global"}, cwd="/")
@@ -83,7 +83,7 @@ def test_an_append_keeps_the_cold_lexicon_although_its_chunk_holds_cold_rows(tmp
     os.utime(other, (1999, 1999))
     os.utime(newest, (2000, 2000))
     assert partner not in (newest, other)  # cold: hotSessions is 2
-    build_index(config)
+    catch_up(config)
     with Engine(config, changes=True) as engine:
         engine.recall({"query": "word3", "scope": "global"}, cwd="/")
         first = engine.refresh()
@@ -92,7 +92,7 @@ def test_an_append_keeps_the_cold_lexicon_although_its_chunk_holds_cold_rows(tmp
         with newest.open("ab") as f:
             f.write(jsonl([user("u2", "a1", "and delta", T0 + 5)]))
         os.utime(newest, (2001, 2001))
-        build_index(config)
+        catch_up(config)
         page = engine.recall({"query": "word3", "scope": "global"}, cwd="/")
         second = engine.refresh()
         assert second.generation == first.generation + 1
@@ -161,14 +161,14 @@ def test_an_append_carries_the_lookups_to_the_next_generation(tmp_path) -> None:
     config = pi.write_config(hotSessions=2)
     a = pi.session("a", session("sa", "alpha"), mtime_s=1000)
     pi.session("b", session("sb", "beta"), mtime_s=2000)
-    build_index(config)
+    catch_up(config)
     with Engine(config) as engine:
         first = engine.refresh()
         assert [s.session_id for s in first.by_cwd["/work/proj"]] == ["sb", "sa"]
         with a.open("ab") as f:
             f.write(jsonl([user("u2", "a1", "and delta", T0 + 5)]))
         os.utime(a, (3000, 3000))
-        build_index(config)
+        catch_up(config)
         second = engine.refresh()
         assert second._lookup is not None  # patched from the first, not rebuilt on use
         assert [s.session_id for s in second.by_cwd["/work/proj"]] == ["sa", "sb"]

@@ -582,8 +582,8 @@ def test_the_dispatcher_renumbers_an_agent_normalizers_entries_densely() -> None
 
 
 def test_unknown_agent_is_a_caller_error() -> None:
-    session = session_of(msg("user", content="x"), agent="gemini")
-    with pytest.raises(BadInput, match="gemini"):
+    session = session_of(msg("user", content="x"), agent="msn")
+    with pytest.raises(BadInput, match="msn"):
         normalize(session, everything(session), Policy())
 
 

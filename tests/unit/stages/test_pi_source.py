@@ -246,8 +246,8 @@ def test_read_session_dispatches_to_the_pi_adapter() -> None:
 
 
 def test_read_session_rejects_an_unknown_agent() -> None:
-    with pytest.raises(BadInput, match="unknown agent 'gemini'"):
-        read_session(b"", "/s/f.jsonl", "gemini")
+    with pytest.raises(BadInput, match="unknown agent 'msn'"):
+        read_session(b"", "/s/f.jsonl", "msn")
 
 
 # --- real files ------------------------------------------------------------------------------

@@ -25,8 +25,9 @@ def test_missing_default_file_means_all_defaults(tmp_path, monkeypatch):
     assert config.memory.index_thinking is False
     assert config.memory.index_tool_output is True
     assert config.index_dir == tmp_path / "state" / "sessiondex"
-    # every registered agent, at its adapter's default root (as the pipeline loads it)
-    assert list(config.roots) == list(agent_names())
+    # every registered agent with a default root, there (as the pipeline loads it); Aider
+    # keeps no central folder and is read only where [sources] names one
+    assert list(config.roots) == [a for a in agent_names() if a != "aider"]
     assert dict(config.roots) == {
         agent: Path(root).expanduser().resolve() for agent, root in default_roots().items()
     }
