@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from pipeline.indexer import build_index
+from pipeline.catchup import catch_up
 from query.transport import Backend
 from tests.helpers import generated
 
@@ -36,7 +36,7 @@ def test_generated_copilot_and_aider_sessions_answer_every_planted_question(
         tmp_path, sessions=12, mean_kb=8, seed=3, agents=("copilot", "aider")
     )
     assert {s.agent for s in manifest.sessions} == {"copilot", "aider"}
-    build_index(config, processes=1)
+    catch_up(config, processes=1)
     with Backend(config, server="off") as engine:
         assert {p.agent for p in manifest.planted} == {"copilot", "aider"}
         for planted in manifest.planted:
