@@ -42,6 +42,7 @@ from stages.digest import (
 from stages.drift import versioned
 from stages.lineage import lineage
 from stages.normalize import normalize
+from stages.normalized import EntryMemo
 from stages.policy import Policy
 from stages.read import read_parsed
 from stages.tier import COLD, HOT
@@ -207,13 +208,16 @@ def _views(
     # The stages read a retired version as the file it came from (its suffix says its format).
     session, parsed = read_parsed(data, source_of(job.path), job.agent, meta, settled=quiet)
     active, every = lineage(session, "active"), lineage(session, "all")
-    normalized = normalize(session, active, job.policy)
     # Normalizing reads the lineage only through the records it selects: without branches
     # (most sessions) "all" selects what "active" does and gets the very same result.
     if every.selected != active.selected:
-        normalized_all = normalize(session, every, job.policy)
+        # The records both select are normalized and redacted once, through the memo the
+        # append path keeps across the two modes (stages.rederive); a cache only.
+        memo = EntryMemo()
+        normalized = normalize(session, active, job.policy, memo=memo)
+        normalized_all = normalize(session, every, job.policy, memo=memo)
     else:
-        normalized_all = normalized
+        normalized = normalized_all = normalize(session, active, job.policy)
     return session, parsed, [ViewInput(active, normalized), ViewInput(every, normalized_all)]
 
 

@@ -23,7 +23,7 @@ from stages.source import SourceSession
 from store.codec import encode
 from store.names import SIDECHAIN
 from store.postings import index_entries
-from store.rankstats import session_term_stats, term_stats_bytes
+from store.rankstats import session_term_stats, session_term_stats_over, term_stats_bytes
 from store.reasons import (
     MAX_COLD_CACHE_BYTES,
     MAX_COLD_VOCABULARY_BYTES,
@@ -245,11 +245,15 @@ def _blob(terms: Iterable[str]) -> bytes:
 
 def _view_terms(views: Sequence[ViewInput]) -> list[tuple[set[bytes], Counter[bytes]]]:
     """Every term of each view's texts and its prose counts (``store.rankstats``). A later
-    view with the very same entries (``all`` without other branches) shares the first's."""
+    view with the very same entries (``all`` without other branches) shares the first's; one
+    holding the first's entries and more tokenizes only what it adds."""
     out: list[tuple[set[bytes], Counter[bytes]]] = []
     for v in views:
         if out and v.normalized is views[0].normalized:
             out.append(out[0])
+        elif out:
+            first = views[0].normalized.entries
+            out.append(session_term_stats_over(v.normalized.entries, first, out[0]))
         else:
             out.append(session_term_stats(v.normalized.entries))
     return out

@@ -33,10 +33,10 @@ many times the session's prose holds it, as ``min(tf, 255).bit_length()`` (a bou
 
 from __future__ import annotations
 
-import itertools
 import unicodedata
+from bisect import bisect_left
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from itertools import filterfalse
 from operator import or_
 from typing import Final
@@ -55,6 +55,7 @@ __all__ = [
     "pack",
     "segments",
     "session_term_stats",
+    "session_term_stats_over",
     "split",
     "term_stats_bytes",
     "unpack",
@@ -220,15 +221,48 @@ def session_term_stats(entries: Sequence[NormalizedEntry]) -> tuple[set[bytes], 
     return term_set(e.text for e in entries), _counts(prose)
 
 
+def session_term_stats_over(
+    entries: Sequence[NormalizedEntry],
+    base: Sequence[NormalizedEntry],
+    stats: tuple[set[bytes], Counter[bytes]],
+) -> tuple[set[bytes], Counter[bytes]]:
+    """``session_term_stats(entries)`` given *stats*, those of *base*: where *entries* hold
+    every text (and every prose field, as often) *base* does, only the rest is tokenized.
+    (A session's ``all`` view holds its ``active`` view's entries plus its other branches';
+    a term set is a union over texts and prose counts a sum, so the parts add up exactly.)"""
+    texts = {e.text for e in entries}
+    base_texts = {e.text for e in base}
+    if base_texts <= texts:
+        added = texts - base_texts
+        terms = stats[0] | term_set(added) if added else stats[0]
+    else:
+        terms = term_set(e.text for e in entries)
+    prose = Counter(p for p in (fields_of(e)[0] for e in entries) if p)
+    base_prose = Counter(p for p in (fields_of(e)[0] for e in base) if p)
+    if base_prose <= prose:
+        counts = stats[1].copy()
+        counts.update(_counts(list((prose - base_prose).elements())))
+    else:
+        counts = _counts(list(prose.elements()))
+    return terms, counts
+
+
 # Bucket of every count below 2**16: one lookup per term.
 _WIDTH: Final = 1 << 16
 _TABLE: Final = bytes(min(n, 255).bit_length() for n in range(_WIDTH))
+_CAPPED: Final = (255).bit_length()
 
 
 def term_stats_bytes(terms: Sequence[bytes], prose: Mapping[bytes, int]) -> bytes:
-    """The ``term_stats`` bytes of *terms*, in their order: C-level maps only, as a session
-    holds tens of thousands of terms."""
-    counts: Iterable[int] = map(prose.get, terms, itertools.repeat(0))
-    if max(prose.values(), default=0) >= _WIDTH:
-        counts = map(min, counts, itertools.repeat(255))
-    return bytes(map(_TABLE.__getitem__, counts))
+    """The ``term_stats`` bytes of *terms* (sorted, as a vocabulary is), in their order.
+
+    A session's prose holds a fraction of its vocabulary (tool output is most of it), so the
+    bytes start as zeros and each prose term is found by bisection, rather than every
+    vocabulary term looked up in *prose*."""
+    out = bytearray(len(terms))
+    n = len(terms)
+    for term, count in prose.items():
+        i = bisect_left(terms, term)
+        if i < n and terms[i] == term:
+            out[i] = _TABLE[count] if count < _WIDTH else _CAPPED
+    return bytes(out)

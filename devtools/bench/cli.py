@@ -28,6 +28,7 @@ from typing import Any
 
 from devtools import ROOT
 from devtools.bench.archive import archive_cost
+from devtools.bench.basecmp import base_cost, base_pipeline
 from devtools.bench.corpus import SIZES, ensure_corpus, plant_canaries, write_config
 from devtools.bench.floor import socket_floor
 from devtools.bench.groups import Query, build_groups
@@ -69,6 +70,13 @@ def _parser() -> argparse.ArgumentParser:
         default=3,
         help="A/B build pairs without and with the archive (0: only its size)",
     )
+    p.add_argument(
+        "--base",
+        type=Path,
+        help="a checkout of an earlier commit with its own .venv: build throughput against it "
+        "in A/B pairs (bench.basecmp)",
+    )
+    p.add_argument("--base-pairs", type=int, default=3, help="A/B build pairs with --base")
     p.add_argument("--hot-sessions", type=int, help="memory.hotSessions (default: the default)")
     p.add_argument(
         "--quality-only",
@@ -422,6 +430,16 @@ def _run(ns: argparse.Namespace, work: Path) -> dict[str, Any]:
     )
     _log("FTS5 baseline build")
     res["fts5_build"] = _fts5_build(work / "fts5.db", roots)
+    if ns.base is not None:
+        _log(f"{ns.base_pairs} builds of ours and of {ns.base}, side by side")
+        res["vs_base"] = base_cost(
+            Path(_bin("pipeline")),
+            ns.base.resolve(),
+            cfg,
+            work,
+            pairs=ns.base_pairs,
+            processes=ns.processes,
+        )
     status = _status(cfg)
     res["size_"] = {
         "index_bytes": _du(index),
@@ -573,6 +591,8 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout.write(render_quality(retrieval) + "\n")
         sys.stdout.write(json.dumps({"retrieval": retrieval}, separators=(",", ":")) + "\n")
         return 0
+    if ns.base is not None:
+        base_pipeline(ns.base)  # fail before the corpus is made, not after the builds
     res = run(ns)
     sys.stdout.write(render(res))
     sys.stdout.write(json.dumps(res, separators=(",", ":"), default=str) + "\n")

@@ -29,6 +29,11 @@ def evaluate(res: dict[str, Any]) -> list[dict[str, Any]]:
         r = ours / fts
         # three places: 0.996 must not print as a missed "1.0"
         out.append(_target("build_vs_fts5", round(r, 3), ">= 1.0x FTS5 MB/s", r >= 1.0))
+    vs = res.get("vs_base") or {}
+    for key, name in (("wall_ratio", "build_vs_base"), ("cpu_ratio", "build_cpu_vs_base")):
+        if vs.get(key) is not None:
+            r = vs[key]
+            out.append(_target(name, r, "<= 1.10x the base commit (A/B pairs)", r <= 1.10))
     av = res.get("agentsview") or {}
     av_sync = (av.get("sync") or {}).get("seconds")
     if ours and av_sync:
@@ -102,6 +107,34 @@ def evaluate(res: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
+def _cpu(run: dict[str, Any]) -> float | None:
+    return run["user_s"] + run["sys_s"] if "user_s" in run and "sys_s" in run else None
+
+
+def _against(cold: dict[str, Any], fts: dict[str, Any], vs: dict[str, Any]) -> list[str]:
+    """Build time as ratios: ours / FTS5 (one build each), ours / a base commit (pairs)."""
+    out: list[str] = []
+    if cold.get("seconds") and fts.get("seconds"):
+        line = f"  build time sessiondex / FTS5: wall {cold['seconds'] / fts['seconds']:.2f}x"
+        ours_cpu, fts_cpu = _cpu(cold), _cpu(fts)
+        if ours_cpu and fts_cpu:
+            line += f", CPU {ours_cpu / fts_cpu:.2f}x"
+        if vs.get("base_seconds"):
+            line += f" (base commit: wall {vs['base_seconds'] / fts['seconds']:.2f}x"
+            line += f", CPU {vs['base_cpu_s'] / fts_cpu:.2f}x)" if fts_cpu else ")"
+        out.append(line)
+    if vs.get("pairs"):
+        out.append(
+            f"  build time sessiondex / base {vs['commit'][:60]}: wall {vs['wall_ratio']:.3f}x, "
+            f"CPU {vs['cpu_ratio']:.3f}x (medians of {len(vs['pairs'])} A/B pairs; wall "
+            + ", ".join(f"{p['wall_ratio']:.3f}" for p in vs["pairs"])
+            + "; CPU "
+            + ", ".join(f"{p['cpu_ratio']:.3f}" for p in vs["pairs"])
+            + ")"
+        )
+    return out
+
+
 def _fmt_lat(p: dict[str, Any] | None) -> str:
     if not p or not p.get("n"):
         return "n/a"
@@ -153,6 +186,7 @@ def render(res: dict[str, Any]) -> str:
     av = res.get("agentsview") or {}
     if av.get("sync"):
         lines.append(build_row("agentsview sync", av["sync"]))
+    lines += _against(cold, res.get("fts5_build") or {}, res.get("vs_base") or {})
     noop = res["build"]["noop"]
     lines.append(
         f"  no-op rerun: {noop['seconds']:.2f} s ({noop['seconds'] / cold['seconds']:.1%} of "

@@ -9,6 +9,7 @@ from store.rankstats import (
     fields_of,
     segments,
     session_term_stats,
+    session_term_stats_over,
     split,
     term_stats_bytes,
     unpack,
@@ -99,3 +100,25 @@ def test_cold_bytes_bucket_how_often_prose_says_a_term() -> None:
     assert prose["naïve".encode()] == 400  # the canonical tokens, as term_set gives them
     stats = term_stats_bytes([b"alpha", b"beta", b"gamma", b"zeta"], prose)
     assert stats == bytes([3, 2, 8, 0])  # 4-7, 2-3, capped at 255, never said in prose
+
+
+def test_a_view_over_another_adds_only_its_own_entries() -> None:
+    active = [_entry("user", "alpha beta"), _entry("toolResult", "beta gamma")]
+    active += [_entry("assistant", "alpha 技術スタック")] * 3
+    stats = session_term_stats(active)
+    more = [*active, _entry("user", "alpha delta"), _entry("toolResult", "epsilon")]
+    assert session_term_stats_over(more, active, stats) == session_term_stats(more)
+    # the same texts under another role: the prose counts cannot be derived, only recounted
+    moved = [_entry("toolResult", "alpha beta"), *active[1:], _entry("user", "zeta")]
+    assert session_term_stats_over(moved, active, stats) == session_term_stats(moved)
+    # a view lacking one of the first's texts is taken whole
+    fewer = active[1:]
+    assert session_term_stats_over(fewer, active, stats) == session_term_stats(fewer)
+    # the very same entries again
+    assert session_term_stats_over(list(active), active, stats) == stats
+
+
+def test_cold_bytes_of_a_cut_vocabulary_and_huge_counts() -> None:
+    prose = {b"alpha": 70_000, b"beta": 2, b"omega": 9}  # omega: past the vocabulary's cut
+    assert term_stats_bytes([b"alpha", b"beta", b"delta"], prose) == bytes([8, 2, 0])
+    assert term_stats_bytes([], prose) == b""
