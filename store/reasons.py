@@ -130,6 +130,7 @@ REASONS: Final[dict[str, str]] = {
             PARTIAL_LINE,
             UNTERMINATED_LINE,
             OVERSIZED_LINE,
+            OVERSIZED_FILE,
             BRIDGED_PARENT,
             DANGLING_PARENT,
             INVALID_PARENT_GRAPH,
