@@ -9,6 +9,7 @@ from pathlib import Path
 
 import blake3
 
+from pipeline.classify import classify
 from pipeline.engine import SessionEngine, Skip, Upsert
 from pipeline.session_job import Job, OversizedFile, index_session, read_source
 from stages.policy import Policy
@@ -80,3 +81,15 @@ def _append_event(path: Path, start: int) -> SourceEvent:
         "append", str(path), "pi", st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns,
         start, st.st_size, 0, extra={"hash": blake3.blake3(path.read_bytes()).hexdigest()},
     )  # fmt: skip
+
+
+def test_the_watcher_does_not_hash_a_file_over_the_cap(tmp_path: Path) -> None:
+    path = _session(tmp_path)
+    under, known = classify(str(path), "pi", None, 0, CAP)
+    assert under is not None and under.extra.get("hash") is not None
+    with path.open("r+b") as f:
+        f.truncate(CAP + 1)
+    over, known = classify(str(path), "pi", known, 0, CAP)
+    assert over is not None and over.kind == "rewrite" and over.end == CAP + 1
+    assert "hash" not in over.extra and known is not None and known.hash is None
+    assert classify(str(path), "pi", known, 0, CAP)[0] is None, "unchanged: nothing again"
