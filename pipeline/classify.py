@@ -79,9 +79,12 @@ def known_from_event(event: SourceEvent) -> Known | None:
 
 
 def classify(
-    path: str, agent: str, known: Known | None, now_ns: int
+    path: str, agent: str, known: Known | None, now_ns: int, limit: int | None = None
 ) -> tuple[SourceEvent | None, Known | None]:
-    """The event this file's current state makes (None: nothing new) and what is known after."""
+    """The event this file's current state makes (None: nothing new) and what is known after.
+
+    A file larger than *limit* (``[sources] maxFileBytes``) is not hashed: the worker will not
+    read it either (``oversized_file``), and hashing a 1 GiB sparse file alone took 8 s."""
     try:
         st = os.stat(path, follow_symlinks=False)
     except OSError:
@@ -92,6 +95,9 @@ def classify(
         return _delete(path, known, now_ns), None
     if known is not None and known.stamp == _stamp(st) and known.agent == agent:
         return None, known
+    if limit is not None and st.st_size > limit:
+        after = Known(agent, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns, None)
+        return _event("rewrite", path, after, 0, now_ns), after
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | os.O_CLOEXEC)
     except OSError:

@@ -32,7 +32,7 @@ import structlog
 
 from pipeline.archiving import ArchiveSettings, keeper, read_chain, usable
 from pipeline.discovery import subagent_meta
-from pipeline.session_job import Job, JobResult, build_session, read_source
+from pipeline.session_job import Job, JobResult, OversizedFile, build_session, read_source
 from stages.agents import adapter
 from stages.appender import Delta, HotSession, asks_sidecar, commit, extend, hot_session
 from stages.policy import Policy
@@ -42,7 +42,7 @@ from store.config import Config
 from store.deltas import concat_entries, concat_shards
 from store.errors import CorruptRecord, is_disk_full
 from store.files import open_quietly
-from store.reasons import INDEX_ERROR, SOURCE_UNAVAILABLE, SOURCE_UNREADABLE
+from store.reasons import INDEX_ERROR, OVERSIZED_FILE, SOURCE_UNAVAILABLE, SOURCE_UNREADABLE
 from store.records import SessionState, SkippedFile, SourceEvent
 from store.writer import StoreWriter
 
@@ -150,6 +150,7 @@ def policy_of(config: Config) -> Policy:
         max_cold_cache_bytes=m.max_cold_cache_bytes,
         redact=config.privacy.redact,
         redact_disabled=config.privacy.disabled_rules,
+        max_file_bytes=config.max_file_bytes,
     )
 
 
@@ -235,6 +236,8 @@ class SessionEngine:
             or state.tier != tier
             or any(e.kind == REWRITE for e in events)
             or adapter(agent).files.read_whole(path)  # saved whole each time: no line appends
+            # grown past the cap: a rebuild would skip it, so the live path does too
+            or last.end > self.policy.max_file_bytes
         ):
             return self.whole(path, agent, tier)
         change = self._append(hot, last)
@@ -281,7 +284,11 @@ class SessionEngine:
             self.extra.extend(Drop(k) for k in done.dropped)
             return Upsert(done.state)
         try:
-            data, stamp = read_source(path)
+            data, stamp = read_source(path, self.policy.max_file_bytes)
+        except OversizedFile as exc:
+            log.warning("session.oversized", path=path, size=exc.size, limit=exc.limit)
+            self.forget(path)
+            return Skip(SkippedFile(path, agent, OVERSIZED_FILE))
         except (FileNotFoundError, NotADirectoryError):
             self.forget(path)
             kept = self._from_archive(path, agent)

@@ -50,13 +50,20 @@ from store.archive import ARCHIVED, NOT_KEPT, Chain, retired_key, source_of
 from store.archive_writer import ArchiveWriter
 from store.errors import is_disk_full
 from store.files import open_quietly
-from store.reasons import DISK_FULL, INDEX_ERROR, PARTIAL_LINE, SOURCE_UNAVAILABLE
+from store.reasons import (
+    DISK_FULL,
+    INDEX_ERROR,
+    OVERSIZED_FILE,
+    PARTIAL_LINE,
+    SOURCE_UNAVAILABLE,
+)
 from store.records import SessionState
 from store.writer import StoreWriter
 
 __all__ = [
     "Job",
     "JobResult",
+    "OversizedFile",
     "build_session",
     "index_session",
     "index_sessions",
@@ -109,20 +116,32 @@ class JobResult:
     dropped: tuple[str, ...] = ()
 
 
-def read_source(path: str) -> tuple[bytes, Stamp]:
-    """The file's bytes and the stamp of the descriptor they were read from."""
+class OversizedFile(Exception):
+    """A session file larger than ``Policy.max_file_bytes``: it is not read at all."""
+
+    def __init__(self, path: str, size: int, limit: int) -> None:
+        super().__init__(f"{path}: {size} bytes, more than maxFileBytes = {limit}")
+        self.path, self.size, self.limit = path, size, limit
+
+
+def read_source(path: str, limit: int | None = None) -> tuple[bytes, Stamp]:
+    """The file's bytes and the stamp of the descriptor they were read from; a file larger
+    than *limit* raises ``OversizedFile`` before a byte of it is read (every stage reads a
+    session whole, so its size is what it costs in memory: a 1 GiB sparse file, 1 GiB)."""
     fd = open_quietly(path, getattr(os, "O_NOFOLLOW", 0))
     try:
         st = os.fstat(fd)
-        chunks: list[bytes] = []
-        remaining = st.st_size
-        while remaining > 0:
-            chunk = os.read(fd, min(remaining, 1 << 24))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            remaining -= len(chunk)
-        data = b"".join(chunks)
+        if limit is not None and st.st_size > limit:
+            raise OversizedFile(path, st.st_size, limit)
+        # One buffer of the file's size: chunks joined at the end would hold it twice.
+        data = os.read(fd, st.st_size) if st.st_size > 0 else b""
+        if 0 < len(data) < st.st_size:  # a short read (huge counts are split by the kernel)
+            chunks = [data]
+            remaining = st.st_size - len(data)
+            while remaining > 0 and (chunk := os.read(fd, min(remaining, 1 << 24))):
+                chunks.append(chunk)
+                remaining -= len(chunk)
+            data = b"".join(chunks)
     finally:
         os.close(fd)
     dev, ino, _, mtime_ns, ctime_ns = stamp_of(st)
@@ -135,7 +154,10 @@ def index_session(job: Job, writer: StoreWriter | None = None) -> JobResult:
     a session whose source is gone is read from the archive. Never raises."""
     origin: Chain | None = None
     try:
-        data, stamp = read_source(job.path)
+        data, stamp = read_source(job.path, job.policy.max_file_bytes)
+    except OversizedFile as exc:
+        log.warning("session.oversized", path=job.path, size=exc.size, limit=exc.limit)
+        return JobResult(job.path, job.agent, None, 0, 0, reason=OVERSIZED_FILE)
     except (FileNotFoundError, NotADirectoryError):
         kept = read_chain_of(job)
         if kept is None:

@@ -189,7 +189,7 @@ class Watcher:
                 event = _gone(path, known, now_ns) if known is not None else None
                 after = None
             else:
-                event, after = classify(path, agent, known, now_ns)
+                event, after = classify(path, agent, known, now_ns, self.config.max_file_bytes)
             if after is None:
                 self.view.pop(path, None)
             else:

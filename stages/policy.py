@@ -30,6 +30,9 @@ class Policy:
     max_cold_cache_bytes: int = 1_048_576
     redact: bool = True
     redact_disabled: tuple[str, ...] = ()
+    # Not in the fingerprint: it decides whether a file is read at all, never what a record
+    # built from it holds (a file over it is skipped, named ``oversized_file``, not stored).
+    max_file_bytes: int = 256 << 20
 
     def fingerprint(self) -> str:
         """A stable string naming this policy; records built under another are rebuilt."""

@@ -16,6 +16,7 @@ the roots the index was built from in its manifest, keeps only the roots the fil
     pi = "~/.pi/agent/sessions"    # a missing root is simply empty
     claude = "~/.claude/projects"
     ...
+    maxFileBytes = 268435456       # a session file larger than this is skipped unread
 
     [memory]                       # the seed's memory block, same names, defaults and bounds
     indexDir = "~/.local/state/sessiondex"
@@ -33,7 +34,9 @@ the roots the index was built from in its manifest, keeps only the roots the fil
 
 ``[sources] exclude`` lists globs of session files never to index (and to purge from the index
 and the archive): an absolute (or ``~``) pattern matches the file's path, a relative one its
-path below any root; ``**`` crosses folders, ``*`` does not.
+path below any root; ``**`` crosses folders, ``*`` does not. ``[sources] maxFileBytes`` bounds
+the memory one session file costs (it is read whole): a larger file is not read, and named
+``oversized_file`` (the largest real sessions seen are tens of MB).
 """
 
 from __future__ import annotations
@@ -141,6 +144,11 @@ class PrivacyConfig:
     disabled_rules: tuple[str, ...] = ()
 
 
+# Past this a session file is skipped unread (``oversized_file``): far above any real session,
+# far below what a hostile or sparse file would cost to read whole.
+DEFAULT_MAX_FILE_BYTES = 256 * MIB
+_MAX_FILE_BYTES_RANGE = (MIB, 16 * GIB)
+
 # The archive's default cap: a heavy user's years of sessions compress to well under it, and
 # a runaway writer cannot fill the disk through it.
 DEFAULT_ARCHIVE_MAX_BYTES = 4 * GIB
@@ -169,6 +177,7 @@ class Config:
     privacy: PrivacyConfig = field(default_factory=PrivacyConfig)
     archive: ArchiveConfig = field(default_factory=ArchiveConfig)
     exclude: tuple[str, ...] = ()
+    max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
 
     @property
     def index_dir(self) -> Path:
@@ -205,10 +214,11 @@ class Config:
         roots: dict[str, Path] = {}
         known = agent_names()
         for key in sources:
-            if key not in (*known, "exclude"):
-                expected = ", ".join((*known, "exclude"))
+            if key not in (*known, "exclude", "maxFileBytes"):
+                expected = ", ".join((*known, "exclude", "maxFileBytes"))
                 raise ConfigError(f"{where}: unknown key sources.{key} (one of {expected})")
         exclude = _exclude(sources.get("exclude", []), where)
+        max_file_bytes = _max_file_bytes(sources.get("maxFileBytes", DEFAULT_MAX_FILE_BYTES), where)
         for key in known:
             if key in sources:
                 raw = sources[key]
@@ -253,6 +263,7 @@ class Config:
             privacy=privacy,
             archive=archive,
             exclude=exclude,
+            max_file_bytes=max_file_bytes,
         )
 
     def to_toml(self) -> str:
@@ -260,6 +271,7 @@ class Config:
         lines = ["[sources]"]
         lines += [f'{k} = "{v}"' for k, v in self.roots.items()]
         lines.append("exclude = [" + ", ".join(_quoted(g) for g in self.exclude) + "]")
+        lines.append(f"maxFileBytes = {self.max_file_bytes}")
         lines += ["", "[memory]", f'indexDir = "{self.memory.index_dir}"']
         names = {f.name for f in fields(MemoryConfig)}
         for bk in _BOOL_KEYS:
@@ -286,6 +298,15 @@ def _exclude(raw: Any, where: str) -> tuple[str, ...]:
     if not isinstance(raw, list) or not all(isinstance(g, str) and g.strip() for g in raw):
         raise ConfigError(f"{where}: sources.exclude must be a list of glob strings")
     return tuple(os.path.expanduser(os.path.expandvars(g)) for g in raw)
+
+
+def _max_file_bytes(raw: Any, where: str) -> int:
+    low, high = _MAX_FILE_BYTES_RANGE
+    if isinstance(raw, bool) or not isinstance(raw, int):
+        raise ConfigError(f"{where}: sources.maxFileBytes must be an integer, got {raw!r}")
+    if not low <= raw <= high:
+        raise ConfigError(f"{where}: sources.maxFileBytes = {raw} is out of range {low}..{high}")
+    return raw
 
 
 def _archive(table: Mapping[str, Any], where: str, base: Path) -> ArchiveConfig:

@@ -39,6 +39,7 @@ __all__ = [
     "MAX_SYNC_SOURCE_BYTES",
     "MISSING_SESSION_HEADER",
     "NO_ENTRIES",
+    "OVERSIZED_FILE",
     "OVERSIZED_LINE",
     "PARTIAL_LINE",
     "PREFIX_EXPANSION_LIMIT",
@@ -70,6 +71,9 @@ PARTIAL_LINE: Final = "partial_line"
 UNTERMINATED_LINE: Final = "unterminated_line"
 # A line too long to read, or holding too many concatenated objects (a hostile file).
 OVERSIZED_LINE: Final = "oversized_line"
+# A session file larger than ``[sources] maxFileBytes``: not read at all (reading it whole
+# would cost that much memory); the session is skipped, named, until it is back under.
+OVERSIZED_FILE: Final = "oversized_file"
 BRIDGED_PARENT: Final = "bridged_parent"
 DANGLING_PARENT: Final = "dangling_parent"
 INVALID_PARENT_GRAPH: Final = "invalid_parent_graph"
@@ -126,6 +130,7 @@ REASONS: Final[dict[str, str]] = {
             PARTIAL_LINE,
             UNTERMINATED_LINE,
             OVERSIZED_LINE,
+            OVERSIZED_FILE,
             BRIDGED_PARENT,
             DANGLING_PARENT,
             INVALID_PARENT_GRAPH,

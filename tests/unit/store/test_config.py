@@ -52,6 +52,7 @@ def test_every_seed_key_is_accepted_and_round_trips(tmp_path):
         assert f"{key} = " in text
     again = load_config(write(tmp_path, text))
     assert again.memory == config.memory
+    assert again.max_file_bytes == config.max_file_bytes == 256 << 20
     assert dict(again.roots) == dict(config.roots)
 
 
@@ -74,6 +75,8 @@ def test_relative_paths_resolve_against_the_config_file(tmp_path):
         ('[sources]\nmsn = "x"\n', "sources.msn"),
         ("[extra]\n", "extra"),
         ("[memory]\nmaxColdCacheBytes = true\n", "memory.maxColdCacheBytes"),
+        ("[sources]\nmaxFileBytes = 1000\n", "sources.maxFileBytes"),
+        ('[sources]\nmaxFileBytes = "1G"\n', "sources.maxFileBytes"),
     ],
 )
 def test_bad_values_are_errors_naming_the_key(tmp_path, text, named):
@@ -118,3 +121,9 @@ def test_privacy_redacts_by_default_and_names_rules_to_leave_out(tmp_path: Path)
             Config.from_mapping({"privacy": bad}, base=tmp_path)
     text = Config.from_mapping(some, base=tmp_path).to_toml()
     assert 'disabledRules = ["generic-api-key", "url-password"]' in text
+
+
+def test_max_file_bytes_is_set_in_sources(tmp_path: Path) -> None:
+    config = load_config(write(tmp_path, "[sources]\nmaxFileBytes = 1048576\n"))
+    assert config.max_file_bytes == 1 << 20
+    assert "maxFileBytes = 1048576" in config.to_toml()
