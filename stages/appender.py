@@ -43,6 +43,7 @@ from stages.policy import Policy
 from stages.rederive import Rederive, carry_cut, parsed_state, rederive
 from stages.source import ParseResult, RawRecord, SourceRecord, SourceSession
 from stages.tier import HOT
+from stages.titles import TITLE_KINDS
 from store.reasons import (
     BRIDGED_PARENT,
     DANGLING_PARENT,
@@ -450,6 +451,8 @@ def _read_tail(tail: Tail, parsed: ParseResult, state: SessionState) -> SourceSe
         return None
     if not session.records:
         return None
+    if any(r.kind in TITLE_KINDS for r in session.records):
+        return None  # the title is the whole file's latest: a whole build carries it
     records = tuple(replace(r, position=r.position + tail.records) for r in session.records)
     return replace(session, records=records)
 

@@ -113,11 +113,19 @@ def rederive(
         oversized_lines=(*rd.oversized, *parsed.oversized_lines),
     )
     session = adapter(state.agent).read(whole, state.path, rd.meta)
-    if (session.session_id, session.cwd, session.parent_session, session.sidechain) != (
+    # A new title (a rename, a generated title) is rare: a whole build carries it.
+    if (
+        session.session_id,
+        session.cwd,
+        session.parent_session,
+        session.sidechain,
+        session.title,
+    ) != (
         state.session_id,
         state.cwd,
         state.parent_session,
         state.sidechain,
+        state.title,
     ):
         return None
     lineages = {b: lineage(session, b) for b in BRANCH_MODES}
