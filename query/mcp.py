@@ -370,6 +370,7 @@ SESSIONS_OUTPUT: Final = _output(
                     "cwd": {"type": ["string", "null"]},
                     "mtime": {"type": "integer"},
                     "entryCount": {"type": "integer"},
+                    "title": {"type": "string"},
                     "firstPrompt": {"type": "string"},
                     "counts": {
                         "type": "object",
