@@ -70,6 +70,7 @@ class Rederived:
     views: tuple[ViewSummary, ...]
     rederive: Rederive
     unknown: tuple[tuple[str, str, int], ...] = ()  # SessionState.unknown_records
+    title: str | None = None  # SessionState.title: the whole file is read again, so exact
 
 
 def parsed_state(
@@ -113,19 +114,11 @@ def rederive(
         oversized_lines=(*rd.oversized, *parsed.oversized_lines),
     )
     session = adapter(state.agent).read(whole, state.path, rd.meta)
-    # A new title (a rename, a generated title) is rare: a whole build carries it.
-    if (
-        session.session_id,
-        session.cwd,
-        session.parent_session,
-        session.sidechain,
-        session.title,
-    ) != (
+    if (session.session_id, session.cwd, session.parent_session, session.sidechain) != (
         state.session_id,
         state.cwd,
         state.parent_session,
         state.sidechain,
-        state.title,
     ):
         return None
     lineages = {b: lineage(session, b) for b in BRANCH_MODES}
@@ -182,6 +175,7 @@ def rederive(
             oversized=[*rd.oversized, *parsed.oversized_lines],
         ),
         unknown=versioned(session.writer_version, session.unknown),
+        title=session.title,
     )
 
 

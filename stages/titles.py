@@ -12,12 +12,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Final
 
-__all__ = ["TITLE_CHARS", "TITLE_KINDS", "Titles"]
+__all__ = ["LATEST_NAMES", "TITLE_CHARS", "TITLE_KINDS", "Titles"]
 
 # A title is a label for a list row; a longer string is kept whole up to this bound.
 TITLE_CHARS: Final = 500
-# The entry types of Pi's format (Pi and omp) that set a title: an append holding one
-# changes the session's title, which the tail path (new records alone) cannot know.
+# The entry types of Pi's format that set a title, for the tail path (new records alone):
+# the latest ``session_info`` alone is Pi's name, so new lines holding one decide it; omp's
+# ``title_change`` weighs kinds against the whole file's, so an append holding one is built
+# whole.
+LATEST_NAMES: Final = frozenset({"session_info"})
 TITLE_KINDS: Final = frozenset({"session_info", "title_change"})
 
 
