@@ -472,8 +472,8 @@ TOOLS: Final = {
             SESSIONS_SCHEMA,
             "List the sessions a scope selects, newest first: id, file, cwd, mtime, entry "
             "count and tier, the title the agent recorded (if any), and (where read) the first "
-            "prompt and counts of prompts, tool results and failures. Use a row's `file` as memory_expand's `session` or in scope "
-            "`session:<file>` for memory_recall.",
+            "prompt and counts of prompts, tool results and failures. Use a row's `file` as "
+            "memory_expand's `session` or in scope `session:<file>` for memory_recall.",
             SESSIONS_OUTPUT,
         ),
         Tool(
