@@ -319,6 +319,7 @@ def build_session(
         sidechain=session.sidechain,
         unknown_records=versioned(session.writer_version, session.unknown),
         archive=kept,
+        title=session.title,
     )
     return Built(
         waiting(state, parsed.withheld),

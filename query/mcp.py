@@ -370,6 +370,7 @@ SESSIONS_OUTPUT: Final = _output(
                     "cwd": {"type": ["string", "null"]},
                     "mtime": {"type": "integer"},
                     "entryCount": {"type": "integer"},
+                    "title": {"type": "string"},
                     "firstPrompt": {"type": "string"},
                     "counts": {
                         "type": "object",
@@ -470,9 +471,9 @@ TOOLS: Final = {
             "List indexed sessions",
             SESSIONS_SCHEMA,
             "List the sessions a scope selects, newest first: id, file, cwd, mtime, entry "
-            "count and tier, and (where read) the first prompt and counts of prompts, tool "
-            "results and failures. Use a row's `file` as memory_expand's `session` or in scope "
-            "`session:<file>` for memory_recall.",
+            "count and tier, the title the agent recorded (if any), and (where read) the first "
+            "prompt and counts of prompts, tool results and failures. Use a row's `file` as "
+            "memory_expand's `session` or in scope `session:<file>` for memory_recall.",
             SESSIONS_OUTPUT,
         ),
         Tool(

@@ -240,6 +240,8 @@ def _sessions(result: dict[str, Any]) -> str:
             )
         if s.get("sidechain"):
             out.append(f"    subagent of {s.get('parentSession') or 'an unknown session'}")
+        if s.get("title"):
+            out.append(f"    # {s['title']}")
         if s.get("firstPrompt"):
             out.append(f"    > {s['firstPrompt']}")
         out.append(f"    {s['file']}" + ("  (archived: file deleted)" if s.get("archived") else ""))

@@ -379,6 +379,8 @@ class SessionRow:
     # read the session's entries (a cold row past the first few, or a large one)
     first_prompt: str | None = None
     counts: SessionCounts | None = None
+    # the title the agent recorded (a name given over a generated one); None when none
+    title: str | None = None
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> SessionRow:
@@ -398,6 +400,7 @@ class SessionRow:
             archived=bool(d.get("archived")),
             first_prompt=d.get("firstPrompt"),
             counts=SessionCounts.maybe(d.get("counts")),
+            title=d.get("title"),
         )
 
 

@@ -6,7 +6,10 @@ only. ``coverage`` appears, as in the seed, only when the listing is not the who
 sessions changed or gone since indexing, eligible files that are not indexed, index-wide
 budget reasons, or when the scope is empty and a wider one is not (``hints``).
 
-Each row also carries the session's first user prompt (``firstPrompt``, bounded) and
+Each row carries the session's ``title`` when its agent recorded one in a typed field (a
+name the person gave wins over a generated title: ``stages.titles``); it is on the session's
+state, so every row has it, hot or cold. Each row also carries the session's first user
+prompt (``firstPrompt``, bounded) and
 ``counts`` (prompts, tool results, failed ones), so a list of sessions reads as what they
 were; a cold row has them only when it is among the first few and small (its entries are a
 record read from disk).
@@ -98,6 +101,8 @@ def sessions(
                 "lineageFingerprint": view.lineage_fingerprint,
             }
         )
+        if state.title is not None:
+            rows[-1]["title"] = state.title
         if state.sidechain:
             # a subagent's own file: it belongs under the session that spawned it
             rows[-1]["sidechain"] = True

@@ -43,6 +43,7 @@ from stages.policy import Policy
 from stages.rederive import Rederive, carry_cut, parsed_state, rederive
 from stages.source import ParseResult, RawRecord, SourceRecord, SourceSession
 from stages.tier import HOT
+from stages.titles import LATEST_NAMES, TITLE_KINDS
 from store.reasons import (
     BRIDGED_PARENT,
     DANGLING_PARENT,
@@ -307,7 +308,10 @@ def extend(
     if again is None:
         return None
     return Appended(
-        waiting(replace(moved, views=again.views, unknown_records=again.unknown), parsed.withheld),
+        waiting(
+            replace(moved, views=again.views, unknown_records=again.unknown, title=again.title),
+            parsed.withheld,
+        ),
         again.shard,
         again.entries,
         hasher,
@@ -411,8 +415,10 @@ def _extend_tail(
         for v in state.views
     )  # fmt: skip
     unknown = versioned(session.writer_version, session.unknown, state.unknown_records)
+    named = any(r.kind in LATEST_NAMES for r in session.records)
+    title = session.title if named else state.title
     return Appended(
-        state=replace(state, views=new_views, unknown_records=unknown),
+        state=replace(state, views=new_views, unknown_records=unknown, title=title),
         shard=shard,
         entries=entries,
         hasher=hasher,
@@ -450,6 +456,8 @@ def _read_tail(tail: Tail, parsed: ParseResult, state: SessionState) -> SourceSe
         return None
     if not session.records:
         return None
+    if any(r.kind in TITLE_KINDS - LATEST_NAMES for r in session.records):
+        return None  # the title weighs the whole file's: a whole build carries it
     records = tuple(replace(r, position=r.position + tail.records) for r in session.records)
     return replace(session, records=records)
 

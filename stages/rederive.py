@@ -70,6 +70,7 @@ class Rederived:
     views: tuple[ViewSummary, ...]
     rederive: Rederive
     unknown: tuple[tuple[str, str, int], ...] = ()  # SessionState.unknown_records
+    title: str | None = None  # SessionState.title: the whole file is read again, so exact
 
 
 def parsed_state(
@@ -174,6 +175,7 @@ def rederive(
             oversized=[*rd.oversized, *parsed.oversized_lines],
         ),
         unknown=versioned(session.writer_version, session.unknown),
+        title=session.title,
     )
 
 

@@ -102,6 +102,8 @@ class SourceSession:
     extra: dict[str, Any] = field(default_factory=dict)
     writer_version: str = ""
     unknown: tuple[tuple[str, int], ...] = ()
+    # the title the agent recorded in a typed field (``stages.titles``), None when none
+    title: str | None = None
 
 
 def parse_reasons(parsed: ParseResult) -> set[str]:

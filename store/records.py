@@ -332,6 +332,10 @@ class SessionState(Wired):
     # exactly them, "archived" the source is gone and the session is read from the archive,
     # "archive_full" not (all) of them: the cap was reached.
     archive: str = field(default="", metadata=wire(since=3, omit=True))
+    # The session's title as its agent recorded it in a typed field (a user-set name wins
+    # over one the agent generated; the latest of a kind wins): ``stages.titles``. None when
+    # the agent recorded none, and in every record written before the field existed.
+    title: str | None = field(default=None, metadata=wire(since=4, omit=True))
 
     @property
     def archived(self) -> bool:

@@ -55,6 +55,7 @@ from typing import Any
 
 from stages.claude.known import claude_drift
 from stages.source import ParseResult, RawRecord, SourceRecord, SourceSession, parse_reasons
+from stages.titles import Titles
 from store.reasons import BRIDGED_PARENT
 
 __all__ = ["AGENT", "LEAF_TYPES", "read_claude"]
@@ -120,7 +121,25 @@ def read_claude(
         extra=extra,
         writer_version=version or "",
         unknown=drift.items(),
+        title=_title(raws),
     )
+
+
+def _title(raws: Sequence[RawRecord]) -> str | None:
+    """``custom-title`` (the person's) over ``ai-title`` and ``summary`` (generated), latest
+    of a kind first (§2.3). A ``summary`` titles the conversation ending at its ``leafUuid``,
+    which may be another file's: it counts only when that leaf is a line of this file."""
+    uuids = {r.value.get("uuid") for r in raws}
+    titles = Titles()
+    for raw in raws:
+        kind = raw.value.get("type")
+        if kind == "custom-title":
+            titles.name(raw.value.get("customTitle"))
+        elif kind == "ai-title":
+            titles.generate(raw.value.get("aiTitle"))
+        elif kind == "summary" and raw.value.get("leafUuid") in uuids - {None}:
+            titles.generate(raw.value.get("summary"))
+    return titles.title
 
 
 def _record(position: int, raw: RawRecord, parent: str | None, sidechain: bool) -> SourceRecord:

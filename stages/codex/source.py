@@ -64,6 +64,7 @@ from typing import Any
 from stages.common import parse_timestamp_ms
 from stages.drift import Drift
 from stages.source import ParseResult, RawRecord, SourceRecord, SourceSession, parse_reasons
+from stages.titles import Titles
 
 __all__ = ["AGENT", "FORKED_COPY", "INJECTED_OPENERS", "human_items", "payload_of", "read_codex"]
 
@@ -219,6 +220,7 @@ def read_codex(parsed: ParseResult, path: str) -> SourceSession:
     chain: list[str] = []  # the session's own surviving records, oldest first
     human_at: list[int] = []  # indices into ``chain`` of human user messages
     rolled_back = 0
+    titles = Titles()  # a forked copy's name is its source thread's, not this one's
     last: str | None = None
     for i, raw in enumerate(raws):
         k = k + 1 if raw.line == previous_line else 0
@@ -232,6 +234,7 @@ def read_codex(parsed: ParseResult, path: str) -> SourceSession:
             _check(drift, kind, raw.value)
         if not copied and kind == "event_msg":
             rolled_back += _roll_back(payload_of(raw.value), chain, human_at)
+            _name(titles, payload_of(raw.value))
         records.append(
             SourceRecord(
                 position=len(records),
@@ -279,7 +282,15 @@ def read_codex(parsed: ParseResult, path: str) -> SourceSession:
         extra=extra,
         writer_version=_str(meta.get("cli_version")) or "",
         unknown=drift.items(),
+        title=titles.title,
     )
+
+
+def _name(titles: Titles, payload: dict[str, Any]) -> None:
+    """``thread_name_updated``: the thread's user-visible name (§3.8); the latest wins, and
+    one without a name clears it."""
+    if payload.get("type") == "thread_name_updated":
+        titles.name(payload.get("thread_name"), clears=True)
 
 
 def _check(drift: Drift, kind: str, value: dict[str, Any]) -> None:

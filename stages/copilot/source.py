@@ -35,6 +35,7 @@ from typing import Any, Final
 
 from stages.drift import Drift
 from stages.source import ParseResult, SourceRecord, SourceSession, parse_reasons
+from stages.titles import Titles
 from store.reasons import MISSING_SESSION_HEADER
 
 __all__ = ["AGENT", "EVENTS_FILE", "KNOWN_EVENTS", "START", "read_copilot"]
@@ -167,6 +168,7 @@ def read_copilot(
     spawned: dict[str, str] = {}  # a sub-agent's id → the task call that spawned it
     subagents: dict[str, tuple[str | None, str | None]] = {}
     cwd = _cwd(start)
+    titles = Titles()
     for i, raw in enumerate(raws):
         if i == header_at:
             continue
@@ -176,6 +178,9 @@ def read_copilot(
         data = _data(value)
         if cwd is None and kind == "session.context_changed":
             cwd = _str(data.get("cwd"))
+        if kind == "session.title_changed":
+            # one kind only (the event does not say who set it): the latest wins
+            titles.generate(data.get("title"))
         own = _str(value.get("id")) or f"L{raw.line}.{len(records)}"
         parent = _str(value.get("parentId"))
         agent_id = _str(value.get("agentId"))
@@ -221,6 +226,7 @@ def read_copilot(
         extra=_extra(start, subagents),
         writer_version=_str(start.get("copilotVersion")) or "",
         unknown=drift.items(),
+        title=titles.title,
     )
 
 

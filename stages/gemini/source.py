@@ -69,6 +69,7 @@ from stages.drift import Drift, holds_text
 from stages.gemini.parts import part_list, unknown_parts
 from stages.object_positions import Positions, value_starts
 from stages.source import ParseResult, RawRecord, SourceRecord, SourceSession, parse_reasons
+from stages.titles import Titles
 from store.reasons import MISSING_SESSION_HEADER
 
 __all__ = [
@@ -172,6 +173,8 @@ def read_gemini(parsed: ParseResult, path: str) -> SourceSession:
         extra=extra,
         writer_version="",
         unknown=drift.items(),
+        # the latest ``summary`` the CLI generated for the session (a ``$set`` or the header)
+        title=Titles.text(meta.get("summary")),
     )
 
 

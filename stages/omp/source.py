@@ -41,6 +41,7 @@ from typing import Any, Final
 
 from stages.pi.source import Known, read_pi_format
 from stages.source import ParseResult, SourceSession
+from stages.titles import Titles
 
 __all__ = [
     "AGENT",
@@ -113,9 +114,12 @@ def read_omp(
 ) -> SourceSession:
     """Read a parsed omp session file. Never raises on odd content."""
     records = parsed.records
+    slot: str | None = None
     if records and _is_title_slot(records[0].line, records[0].value):
+        slot = Titles.text(records[0].value.get("title"))
         parsed = replace(parsed, records=records[1:])
     session = read_pi_format(parsed, path, agent=AGENT, known=OMP_KNOWN)
+    session = replace(session, title=slot or _changed_title(session))
     parent = _subagent_parent(path)
     if parent is None:
         return session
@@ -125,6 +129,21 @@ def read_omp(
         sidechain=True,
         extra={**session.extra, "agent_id": PurePosixPath(path).name[: -len(_LINES)]},
     )
+
+
+def _changed_title(session: SourceSession) -> str | None:
+    """The title ``title_change`` entries set, for a file without a slot (or an empty one):
+    ``source: "auto"`` is one omp generated, any other a rename; the latest of a kind wins.
+    The slot, rewritten in place at every change, is what omp itself shows, so it comes first."""
+    titles = Titles()
+    for record in session.records:
+        if record.kind == "title_change":
+            title = record.value.get("title")
+            if record.value.get("source") == "auto":
+                titles.generate(title)
+            else:
+                titles.name(title)
+    return titles.title
 
 
 def _is_title_slot(line: int, value: Mapping[str, Any]) -> bool:

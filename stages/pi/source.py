@@ -37,6 +37,7 @@ from blake3 import blake3
 
 from stages.drift import Drift
 from stages.source import ParseResult, SourceRecord, SourceSession, parse_reasons
+from stages.titles import Titles
 from store.reasons import MISSING_SESSION_HEADER
 
 __all__ = [
@@ -171,7 +172,18 @@ def read_pi_format(parsed: ParseResult, path: str, *, agent: str, known: Known) 
         extra=extra,
         writer_version=str(version) if header is not None else "",
         unknown=drift.items(),
+        title=_title(records),
     )
+
+
+def _title(records: list[SourceRecord]) -> str | None:
+    """The ``session_info`` name (``/name``): the latest in file order wins, wherever it
+    sits in the tree, and an empty or missing one clears it (formats §1.5, 0.67.x)."""
+    titles = Titles()
+    for record in records:
+        if record.kind == "session_info":
+            titles.name(record.value.get("name"), clears=True)
+    return titles.title
 
 
 def tail_ready(session: SourceSession) -> bool:

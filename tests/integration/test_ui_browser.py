@@ -107,6 +107,8 @@ def _corpus(pi: PiRoot) -> Path:
             user("d1", None, "Rewrite the install section of the README.", T0 - 86_390_000),
             assistant("d2", "d1", "Done: the install section now starts with pip.",
                       T0 - 86_380_000),
+            # the person named the session (Pi's /name): the list shows the name
+            {"type": "session_info", "id": "d3", "parentId": "d2", "name": "README install"},
         ],
         cwd="/work/docs",
     )  # fmt: skip
@@ -293,6 +295,9 @@ def test_search_open_branch_and_live_append_in_a_real_browser(live: dict[str, An
             expect(row).to_contain_text("3 prompts, 2 tool results 1 failed")
             expect(page.locator("table.sessions")).not_to_contain_text("null")
             expect(row.locator(".badge.bad")).to_contain_text("1 failed")
+            named = page.locator("tr[data-session='pi:docs-1'] td.prompt")
+            expect(named).to_contain_text("README install")
+            expect(named).to_have_attribute("title", "Rewrite the install section of the README.")
             expect(page.locator("tr.group").first).to_contain_text(PROJECT)
             # a subagent's file right under the session that spawned it
             parent = page.locator("tr[data-session='claude:c0ffee00-0000-4000-8000-0000000000aa']")

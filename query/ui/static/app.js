@@ -602,13 +602,15 @@
       const row = (s, sub) => {
         // The listing already read the first prompt of hot and small cold sessions; only the
         // rows it did not look into cost an expand each.
+        // A title the agent recorded names the row; the first prompt stands in without one.
         const c = s.counts;
-        const cell = el("td", { class: "prompt" + (s.firstPrompt ? "" : " muted"), title: s.firstPrompt || null },
-          s.firstPrompt || (c ? "(no prompt)" : "…"),
+        const label = s.title || s.firstPrompt;
+        const cell = el("td", { class: "prompt" + (label ? "" : " muted"), title: s.firstPrompt || s.title || null },
+          label || (c ? "(no prompt)" : "…"),
           c ? el("span", { class: "muted small counts" },
             ` · ${c.prompts} prompt${c.prompts === 1 ? "" : "s"}, ${c.toolResults} tool result${c.toolResults === 1 ? "" : "s"}`) : null,
           c && c.failed ? [" ", el("span", { class: "badge bad" }, `${c.failed} failed`)] : null);
-        if (!s.firstPrompt && !c) prompts.push([s, cell]);
+        if (!label && !c) prompts.push([s, cell]);
         const kids = (children.get(s.id) || []).length;
         return el("tr", { "data-session": s.id, class: sub ? "sub" : null, "data-parent": sub ? s.parentSession : null },
           el("td", {}, el("a", { href: sessionLink(s.file, {}) }, (sub ? "↳ " : "") + when(s.mtime))),
@@ -628,7 +630,7 @@
       }
       const table = el("table", { class: "sessions" },
         el("colgroup", {}, ["when", "agent", "prompt", "num", "tier"].map((c) => el("col", { class: "c-" + c }))),
-        el("thead", {}, el("tr", {}, ["when", "agent", "first prompt", "entries", "tier"].map((h) => el("th", {}, h)))), tbody);
+        el("thead", {}, el("tr", {}, ["when", "agent", "title or first prompt", "entries", "tier"].map((h) => el("th", {}, h)))), tbody);
       put(box, coverageBox(r.coverage, false), table);
       firstPrompts(prompts.slice(0, 200));
     })();

@@ -91,6 +91,18 @@ def test_session_rows_say_what_each_session_was(kit: Kit, memory: Memory) -> Non
     assert all(r.counts == SessionCounts(1, 1, 1) for r in listing.sessions)
 
 
+def test_session_rows_carry_the_recorded_title(kit: Kit, memory: Memory) -> None:
+    named = {"type": "session_info", "id": "i", "parentId": "u", "name": "needle hunt"}
+    kit.session("t", [header("t", CWD), user("u", None, "find it", T0), named])
+    kit.session("u", [header("u", CWD), user("u", None, "plain", T0)], mtime_s=1)
+    kit.build()
+    rows = memory.sessions(scope="project").sessions
+    assert [(r.title, r.first_prompt) for r in rows] == [
+        ("needle hunt", "find it"),
+        (None, "plain"),
+    ]
+
+
 def test_expand_errors_are_answered_and_bad_calls_raise(kit: Kit, memory: Memory) -> None:
     corpus(kit)
     answered = memory.expand(session="s0", indices=[99])

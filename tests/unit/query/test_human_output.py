@@ -165,3 +165,15 @@ def test_sessions_text_shows_the_first_prompt_and_counts_without_escapes(
     assert code == 0
     assert "> why does " in out and "the cursor vanish" in out and "\x1b" not in out
     assert "(1 prompt, 1 tool result, 0 failed)" in out
+
+
+def test_sessions_text_shows_the_recorded_title(
+    kit: Kit, capsys: pytest.CaptureFixture[str]
+) -> None:
+    named = {"type": "session_info", "id": "i", "parentId": "u", "name": "cursor \x1b[2Jbug"}
+    kit.session("s", [header("s", CWD), user("u", None, "why does it vanish", T0), named])
+    kit.build()
+    code, out, _ = run(kit, capsys, "sessions", "--text")
+    assert code == 0
+    assert "    # cursor " in out and "bug" in out and "\x1b" not in out
+    assert out.index("# cursor") < out.index("> why does it vanish")

@@ -51,3 +51,24 @@ def test_stale_listing_says_so(kit: Kit) -> None:
     assert listing["coverage"]["reasons"] == ["stale_session"]
     amb = kit.sessions(scope="session:nobody")
     assert amb["sessions"] == [] and amb["error"]["code"] == "session_not_found"
+
+
+def test_rows_carry_the_title_the_agent_recorded_hot_and_cold(kit: Kit) -> None:
+    # Given a named session (hot), a cold one past the rows whose entries are read, and one
+    # whose first prompt only looks like a title
+    kit.configure(hotSessions=1)
+    named = {"type": "session_info", "id": "i", "parentId": "u", "name": "parser fix"}
+    kit.session("new", [header("n", CWD), user("u", None, "a", T0), named], mtime_s=3000)
+    kit.session("plain", [header("p", CWD), user("u", None, "Title: b", T0)], mtime_s=2000)
+    for n in range(11):
+        renamed = {**named, "name": f"old {n}"}
+        kit.session(f"old{n}", [header(f"o{n}", CWD), user("u", None, "c", T0), renamed],
+                    mtime_s=1000 - n)  # fmt: skip
+    kit.build()
+    # When the sessions are listed
+    rows = kit.sessions(scope="project", limit=20)["sessions"]
+    # Then the title is on the row beside the first prompt, a prompt is never one, and a cold
+    # row whose entries were not read still has its title (it is on the session's state)
+    assert (rows[0]["title"], rows[0]["firstPrompt"]) == ("parser fix", "a")
+    assert "title" not in rows[1] and rows[1]["firstPrompt"] == "Title: b"
+    assert "firstPrompt" not in rows[-1] and rows[-1]["title"] == "old 10"

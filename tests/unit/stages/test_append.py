@@ -29,7 +29,7 @@ from store.deltas import concat_entries, concat_shards
 from store.layout import IndexLayout
 from store.records import HotShard, SessionEntries
 from store.writer import StoreWriter
-from tests.helpers import assistant, bash, header, tool_result, user
+from tests.helpers import assistant, bash, claude_line, header, tool_result, user
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "pi"
 POLICY = Policy(max_entry_chars=120)
@@ -117,6 +117,7 @@ class Grower:
         # Then the summaries, hash and size are those of a whole build
         assert base.views == whole.state.views
         assert (base.size, base.source_hash) == (len(data), whole.state.source_hash)
+        assert base.title == whole.state.title
         # And base + deltas read in order are the whole build's records, field for field
         # (a record's source_hash is the file's as of its own last line: trailing blank or
         # partial lines move only the state's)
@@ -325,6 +326,38 @@ def test_in_memory_appends_take_the_delta_path_line_by_line(
     # that completes a stored call, replaces the entries it changes (no whole rebuild)
     assert fast == steps
     assert replacing["claude"] > 0
+
+
+def test_a_title_appended_reaches_the_state_as_a_whole_build_has_it(tmp_path: Path) -> None:
+    # Given a Pi session and a Claude Code session each named, then renamed, while growing
+    sid = "c0ffee00-0000-4000-8000-000000000001"
+    pi = [header("grow", "/work"), user("a", None, "hello", T0),
+          {"type": "session_info", "id": "i", "parentId": "a", "name": "first name"},
+          assistant("b", "i", "reply", T0 + 1),
+          {"type": "session_info", "id": "j", "parentId": "b", "name": "second name"},
+          user("c", "j", "more", T0 + 2)]  # fmt: skip
+    claude = [claude_line("user", "a", None, T0, "hello", session=sid),
+              {"type": "ai-title", "aiTitle": "Greeting", "sessionId": sid},
+              claude_line("assistant", "b", "a", T0 + 1, "reply", session=sid),
+              {"type": "custom-title", "customTitle": "named", "sessionId": sid},
+              {"type": "ai-title", "aiTitle": "Greeting again", "sessionId": sid},
+              claude_line("user", "c", "b", T0 + 2, "more", session=sid)]  # fmt: skip
+    for agent, values, path, titles in (
+        ("pi", pi, "/s/--work--/grow.jsonl", [None, None, "first name", "first name",
+                                              "second name", "second name"]),
+        ("claude", claude, f"/s/p/{sid}.jsonl", [None, "Greeting", "Greeting", "named",
+                                                 "named", "named"]),
+    ):  # fmt: skip
+        data = b"".join(orjson.dumps(v) + b"\n" for v in values)
+        ends = [i + 1 for i, b in enumerate(data) if b == 0x0A]
+        for n, end in enumerate(ends):
+            grower = Grower(tmp_path / f"{agent}-{n}", path, agent)
+            # When it is indexed up to a line, then grown line by line to the end
+            hot, deltas, _ = grower.grow(data, [ends[0], *ends[: n + 1]])
+            grower.check(data, hot, deltas)
+            # Then each prefix has the title its last title line set, as a whole build does
+            assert grower.hot(data[:end]).state.title == titles[n]
+            assert hot.state.title == titles[-1]
 
 
 def test_parsed_records_stay_in_memory_only_within_the_budget(

@@ -184,6 +184,7 @@ STATES = st.builds(
     entries_deltas=strs(2),
     unknown_records=few(st.tuples(TEXT, TEXT, COUNT)),
     archive=TEXT,
+    title=OPT_TEXT,
 )
 SKIPPED = st.builds(SkippedFile, TEXT, TEXT, TEXT)
 MANIFESTS = st.builds(
@@ -387,6 +388,7 @@ LAYOUTS: dict[int, dict[str, list[tuple[str, str, int, bool]]]] = {
             ("entries_deltas", "tuple", 1, False),
             ("unknown_records", "rows", 2, True),
             ("archive", "value", 3, True),
+            ("title", "value", 4, True),
         ],
         "SessionChunk": [
             ("sessions", "records:SessionState", 1, False),
