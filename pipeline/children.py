@@ -1,10 +1,12 @@
 """The processes the supervisor spawns: what each runs, and how it reports back.
 
-Every child is started with ``multiprocess``'s "spawn" context and receives only picklable
-values (the config, the settings, shared flags, its end of a pipe). It then:
+Every child is forked by ``multiprocess``'s fork server (started by the supervisor, with this
+module imported once) and receives only picklable values (the config, the settings, shared
+flags, its end of a pipe). It then:
 
-1. dies with its parent (Linux ``PR_SET_PDEATHSIG``; elsewhere it polls ``getppid``), so a
-   supervisor killed with SIGKILL leaves no orphan behind;
+1. dies with its parent, the fork server (Linux ``PR_SET_PDEATHSIG``; elsewhere it polls
+   ``getppid``), which exits when the supervisor does, so a supervisor killed with SIGKILL
+   leaves no orphan behind;
 2. ignores SIGINT (a terminal's Ctrl-C reaches the whole process group; the supervisor decides)
    and turns SIGTERM into a stop flag;
 3. boots its role (``watcher``, ``index``, ``publisher``) and says ``("ready", pid)``, or
@@ -79,7 +81,7 @@ class ChildSpec:
     name: str
     config: Config
     settings: RunSettings
-    parent_pid: int
+    parent_pid: int  # the fork server's: the process that forks the children
     worker_id: int = 0
     log_json: bool = True
     log_level: int = 20
