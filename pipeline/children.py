@@ -352,6 +352,11 @@ class _QueueInbox:
 class _IndexRole:
     def __init__(self, spec: ChildSpec, shared: Shared, stopping: Callable[[], bool]) -> None:
         config = spec.config
+        # Importing it warms this process (the fork server did already): not in the module
+        # header, which `pipeline status` imports through the supervisor's.
+        from pipeline.preload import warm
+
+        warm(policy_of(config))  # at boot, not on the first session
         self.journal = FileJournal(IndexLayout(config.index_dir).journal)
         self.worker = IndexWorker(
             config,

@@ -141,7 +141,8 @@ class ProcessSupervisor:
         self.ctx = multiprocess.get_context("forkserver")
         # Imported once in the fork server, before any child is forked (see the docstring);
         # the target's own module too, since tests inject faults through it.
-        self.ctx.set_forkserver_preload(sorted({"pipeline.children", target.__module__}))
+        preload = {"pipeline.children", "pipeline.preload", target.__module__}
+        self.ctx.set_forkserver_preload(sorted(preload))
         self.layout = IndexLayout(config.index_dir)
         self.stop_work = Flag(self.ctx.Value("b", 0, lock=False))
         self.stop_publisher = Flag(self.ctx.Value("b", 0, lock=False))
