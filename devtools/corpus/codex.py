@@ -9,17 +9,15 @@ planted only after the last ``compacted`` item, which readers may treat as repla
 
 from __future__ import annotations
 
-import random
 from typing import Any
 
 import orjson
 
-from devtools.corpus.draft import Draft, FieldPath, plant_terms
+from devtools.corpus.builder import JsonlBuilder
+from devtools.corpus.draft import FieldPath
 from devtools.corpus.ids import iso, iso_seconds, uuid7
-from devtools.corpus.manifest import ToolError
-from devtools.corpus.plan import BuiltFile, BuiltSession, SessionPlan, Shared, planted_terms
+from devtools.corpus.plan import BuiltSession, SessionPlan, Shared
 from devtools.corpus.tools import KINDS, WEIGHTS, ToolCall, plan_call, run_call
-from devtools.corpus.words import Text
 
 __all__ = ["build_codex"]
 
@@ -35,23 +33,13 @@ _SANDBOX = {
 }
 
 
-class _Codex:
+class _Codex(JsonlBuilder):
     def __init__(self, plan: SessionPlan, shared: Shared) -> None:
-        self.plan = plan
-        self.shared = shared
-        self.rng = rng = random.Random(plan.seed)
-        self.text = Text(shared.lexicon, rng)
-        self.project = plan.project
-        self.draft = Draft()
-        self.now = plan.start_ms
-        self.thread_id = uuid7(rng, plan.start_ms)
-        self.model = rng.choice(_MODELS)
+        super().__init__(plan, shared)
+        self.thread_id = uuid7(self.rng, plan.start_ms)
+        self.model = self.rng.choice(_MODELS)
         self.errors: list[tuple[int, str]] = []
-        self.fail_next = plan.force_failure
         self.compacted_at = -1
-
-    def _tick(self, lo: int, hi: int) -> None:
-        self.now += self.rng.randint(lo, hi)
 
     def _line(self, kind: str, payload: dict[str, Any]) -> int:
         return self.draft.add({"timestamp": iso(self.now), "type": kind, "payload": payload})
@@ -345,32 +333,13 @@ class _Codex:
     # -- output ---------------------------------------------------------------------------------
 
     def _finish(self) -> BuiltSession:
-        draft, tid = self.draft, self.thread_id
-        plantable = {c.line for c in draft.carriers if c.line > self.compacted_at}
-        planted, _ = plant_terms(
-            draft, self.rng, self.shared.terms, plantable=plantable, force_user=self.plan.force_user
-        )
+        tid = self.thread_id
+        plantable = {c.line for c in self.draft.carriers if c.line > self.compacted_at}
+        planted, _ = self._plant(plantable)
         stamp = iso_seconds(self.plan.start_ms)
         rel = f"codex/{stamp[:4]}/{stamp[5:7]}/{stamp[8:10]}/rollout-{stamp}-{tid}.jsonl"
-        built = BuiltSession(
-            files=[
-                BuiltFile(
-                    rel=rel,
-                    data=draft.data(),
-                    end_ms=self.now,
-                    session_id=tid,
-                    cwd=self.project.cwd,
-                    lines=len(draft.lines),
-                    malformed_lines=tuple(i + 1 for i in draft.malformed),
-                )
-            ],
-            planted=planted_terms(planted, "codex", rel, tid),
-        )
-        built.tool_errors = [
-            ToolError("codex", rel, tid, str(line + 1), line + 1, tool)
-            for line, tool in self.errors
-        ]
-        return built
+        errors = [(line, str(line + 1), tool) for line, tool in self.errors]
+        return self._built("codex", rel, tid, planted, errors)
 
 
 def _wrap(tag: str, body: str) -> str:

@@ -12,15 +12,12 @@ prompt. Terms go into prompts, answers and tool result contents.
 
 from __future__ import annotations
 
-import random
 from typing import Any
 
-from devtools.corpus.draft import Draft, plant_terms
+from devtools.corpus.builder import JsonlBuilder
 from devtools.corpus.ids import iso, uuid4
-from devtools.corpus.manifest import ToolError
-from devtools.corpus.plan import BuiltFile, BuiltSession, SessionPlan, Shared, planted_terms
+from devtools.corpus.plan import BuiltSession, SessionPlan, Shared
 from devtools.corpus.tools import KINDS, WEIGHTS, ToolCall, plan_call, run_call
-from devtools.corpus.words import Text
 
 __all__ = ["build_copilot"]
 
@@ -31,23 +28,13 @@ _TOOL = {"read": "view", "bash": "bash", "edit": "edit", "grep": "grep", "find":
          "ls": "view", "write": "create"}  # fmt: skip
 
 
-class _Copilot:
+class _Copilot(JsonlBuilder):
     def __init__(self, plan: SessionPlan, shared: Shared) -> None:
-        self.plan = plan
-        self.shared = shared
-        self.rng = rng = random.Random(plan.seed)
-        self.text = Text(shared.lexicon, rng)
-        self.project = plan.project
-        self.draft = Draft()
-        self.now = plan.start_ms
-        self.session_id = uuid4(rng)
-        self.model = rng.choice(_MODELS)
+        super().__init__(plan, shared)
+        self.session_id = uuid4(self.rng)
+        self.model = self.rng.choice(_MODELS)
         self.last: str | None = None
         self.errors: list[tuple[int, str]] = []
-        self.fail_next = plan.force_failure
-
-    def _tick(self, lo: int, hi: int) -> None:
-        self.now += self.rng.randint(lo, hi)
 
     def _event(self, kind: str, data: dict[str, Any]) -> int:
         own = uuid4(self.rng)
@@ -152,30 +139,10 @@ class _Copilot:
             self.errors.append((line, name))
 
     def _finish(self) -> BuiltSession:
-        draft = self.draft
-        planted, _ = plant_terms(
-            draft, self.rng, self.shared.terms, plantable={c.line for c in draft.carriers},
-            force_user=self.plan.force_user,
-        )  # fmt: skip
+        planted, _ = self._plant({c.line for c in self.draft.carriers})
         rel = f"copilot/{self.session_id}/events.jsonl"
-        built = BuiltSession(
-            files=[
-                BuiltFile(
-                    rel=rel,
-                    data=draft.data(),
-                    end_ms=self.now,
-                    session_id=self.session_id,
-                    cwd=self.project.cwd,
-                    lines=len(draft.lines),
-                )
-            ],  # fmt: skip
-            planted=planted_terms(planted, "copilot", rel, self.session_id),
-        )
-        built.tool_errors = [
-            ToolError("copilot", rel, self.session_id, self._id(line), line + 1, tool)
-            for line, tool in self.errors
-        ]
-        return built
+        errors = [(line, self._id(line), tool) for line, tool in self.errors]
+        return self._built("copilot", rel, self.session_id, planted, errors)
 
 
 def _arguments(call: ToolCall) -> dict[str, Any]:

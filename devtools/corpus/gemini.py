@@ -13,15 +13,13 @@ reader parses. A shell failure is ``status: "success"`` with a non-zero exit in 
 from __future__ import annotations
 
 import copy
-import random
 from typing import Any
 
-from devtools.corpus.draft import Draft, FieldPath, plant_terms
+from devtools.corpus.builder import JsonlBuilder
+from devtools.corpus.draft import FieldPath
 from devtools.corpus.ids import iso, uuid4
-from devtools.corpus.manifest import ToolError
-from devtools.corpus.plan import BuiltFile, BuiltSession, SessionPlan, Shared, planted_terms
+from devtools.corpus.plan import BuiltSession, SessionPlan, Shared
 from devtools.corpus.tools import KINDS, WEIGHTS, ToolCall, plan_call, run_call
-from devtools.corpus.words import Text
 
 __all__ = ["build_gemini"]
 
@@ -34,22 +32,12 @@ def _output(i: int) -> FieldPath:
     return ("toolCalls", i, "result", 0, "functionResponse", "response", "output")
 
 
-class _Gemini:
+class _Gemini(JsonlBuilder):
     def __init__(self, plan: SessionPlan, shared: Shared) -> None:
-        self.plan = plan
-        self.shared = shared
-        self.rng = rng = random.Random(plan.seed)
-        self.text = Text(shared.lexicon, rng)
-        self.project = plan.project
-        self.draft = Draft()
-        self.now = plan.start_ms
-        self.session_id = uuid4(rng)
-        self.model = rng.choice(_MODELS)
+        super().__init__(plan, shared)
+        self.session_id = uuid4(self.rng)
+        self.model = self.rng.choice(_MODELS)
         self.errors: list[tuple[int, str, str]] = []
-        self.fail_next = plan.force_failure
-
-    def _tick(self, lo: int, hi: int) -> None:
-        self.now += self.rng.randint(lo, hi)
 
     def _updated(self) -> None:
         self.draft.add({"$set": {"lastUpdated": iso(self.now)}})
@@ -184,33 +172,10 @@ class _Gemini:
         }, failed  # fmt: skip
 
     def _finish(self) -> BuiltSession:
-        draft = self.draft
-        plantable = {c.line for c in draft.carriers}
-        planted, _ = plant_terms(
-            draft, self.rng, self.shared.terms, plantable=plantable, force_user=self.plan.force_user
-        )
+        planted, _ = self._plant({c.line for c in self.draft.carriers})
         stamp = iso(self.plan.start_ms)[:16].replace(":", "-")
         rel = f"gemini/{self.project.name}/chats/session-{stamp}-{self.session_id[:8]}.jsonl"
-        sid = self.session_id
-        built = BuiltSession(
-            files=[
-                BuiltFile(
-                    rel=rel,
-                    data=draft.data(),
-                    end_ms=self.now,
-                    session_id=sid,
-                    cwd=self.project.cwd,
-                    lines=len(draft.lines),
-                    malformed_lines=tuple(i + 1 for i in draft.malformed),
-                )
-            ],
-            planted=planted_terms(planted, "gemini", rel, sid),
-        )
-        built.tool_errors = [
-            ToolError("gemini", rel, sid, entry, line + 1, tool)
-            for line, entry, tool in self.errors
-        ]
-        return built
+        return self._built("gemini", rel, self.session_id, planted, self.errors)
 
 
 def _shape(call: ToolCall) -> tuple[str, dict[str, Any]]:

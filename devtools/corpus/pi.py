@@ -9,16 +9,16 @@ ever names it as a parent.
 
 from __future__ import annotations
 
-import random
 from dataclasses import dataclass
 from typing import Any
 
 import orjson
 
-from devtools.corpus.draft import Draft, FieldPath, plant_terms
+from devtools.corpus.builder import JsonlBuilder
+from devtools.corpus.draft import FieldPath
 from devtools.corpus.fabric import AbandonedEntry, Trace, branch_details, fabric_code, make_trace
 from devtools.corpus.ids import iso, uuid4, uuid7
-from devtools.corpus.manifest import BranchSummary, FabricTrace, ToolError
+from devtools.corpus.manifest import BranchSummary, FabricTrace
 from devtools.corpus.pi_shapes import (
     LEVELS,
     MODELS,
@@ -31,9 +31,8 @@ from devtools.corpus.pi_shapes import (
     usage,
     zero_usage,
 )
-from devtools.corpus.plan import BuiltFile, BuiltSession, SessionPlan, Shared, planted_terms
+from devtools.corpus.plan import BuiltSession, SessionPlan, Shared
 from devtools.corpus.tools import KINDS, WEIGHTS, ToolCall, plan_call, run_call
-from devtools.corpus.words import Text
 
 __all__ = ["build_pi", "encode_cwd"]
 
@@ -50,20 +49,15 @@ class _Pending:
     trace: Trace | None
 
 
-class _Pi:
+class _Pi(JsonlBuilder):
     def __init__(self, plan: SessionPlan, shared: Shared) -> None:
-        self.plan = plan
-        self.shared = shared
-        self.rng = rng = random.Random(plan.seed)
-        self.text = Text(shared.lexicon, rng)
-        self.project = plan.project
-        self.draft = Draft()
+        super().__init__(plan, shared)
+        rng = self.rng
         self.parent: dict[str, str | None] = {}
         self.line_of: dict[str, int] = {}
         self.kind: dict[str, str] = {}
         self.about: dict[str, list[AbandonedEntry]] = {}
         self.leaf: str | None = None
-        self.now = plan.start_ms
         self.model = rng.choice(MODELS)
         self.thinking = rng.choice(LEVELS)
         self.session_id = uuid7(rng, plan.start_ms) if rng.random() < 0.7 else uuid4(rng)
@@ -72,14 +66,10 @@ class _Pi:
         self.traces: list[tuple[int, str, Trace, str | None]] = []
         self.summaries: list[tuple[int, str, str, int, str]] = []
         self.defect = plan.trace_defect
-        self.fail_next = plan.force_failure
         self.fabric_next = plan.fabric
         self.header_time: int | None = None
 
     # -- plumbing ----------------------------------------------------------------------------
-
-    def _tick(self, lo: int, hi: int) -> None:
-        self.now += self.rng.randint(lo, hi)
 
     def _new_id(self) -> str:
         while (eid := f"{self.rng.getrandbits(32):08x}") in self.parent:
@@ -116,7 +106,7 @@ class _Pi:
     # -- session ------------------------------------------------------------------------------
 
     def run(self) -> BuiltSession:
-        plan, rng = self.plan, self.rng
+        plan = self.plan
         self.draft.add(
             {
                 "type": "session",
@@ -157,7 +147,7 @@ class _Pi:
                 and not self.fail_next
             ):
                 break
-        return self._finish(rng)
+        return self._finish()
 
     def _turn(self) -> None:
         rng = self.rng
@@ -501,7 +491,7 @@ class _Pi:
 
     # -- output ---------------------------------------------------------------------------------
 
-    def _finish(self, rng: random.Random) -> BuiltSession:
+    def _finish(self) -> BuiltSession:
         draft = self.draft
         assert self.header_time is not None
         header_ts = iso(self.header_time)
@@ -509,36 +499,13 @@ class _Pi:
         draft.reencode(0)
         active = {self.line_of[i] for i in self._path()}
         abandoned = set(self.line_of.values()) - active
-        planted, stray = plant_terms(
-            draft,
-            rng,
-            self.shared.terms,
-            plantable=active,
-            abandoned=abandoned,
-            force_user=self.plan.force_user,
-        )
+        planted, stray = self._plant(active, abandoned)
         stamp = header_ts.replace(":", "-").replace(".", "-")
         rel = f"pi/{encode_cwd(self.project.cwd)}/{stamp}_{self.session_id}.jsonl"
         sid = self.session_id
-        built = BuiltSession(
-            files=[
-                BuiltFile(
-                    rel=rel,
-                    data=draft.data(),
-                    end_ms=self.now,
-                    session_id=sid,
-                    cwd=self.project.cwd,
-                    lines=len(draft.lines),
-                    malformed_lines=tuple(i + 1 for i in draft.malformed),
-                    branched=bool(abandoned),
-                )
-            ],
-            planted=planted_terms(planted, "pi", rel, sid),
-            off_branch=planted_terms(stray, "pi", rel, sid),
+        built = self._built(
+            "pi", rel, sid, planted, self.tool_errors, off_branch=stray, branched=bool(abandoned)
         )
-        built.tool_errors = [
-            ToolError("pi", rel, sid, eid, idx + 1, tool) for idx, eid, tool in self.tool_errors
-        ]
         built.fabric_traces = [
             FabricTrace(
                 file=rel,

@@ -10,15 +10,13 @@ Shell results are never planted in (their text repeats the command's envelope).
 
 from __future__ import annotations
 
-import random
 from typing import Any
 
-from devtools.corpus.draft import Draft, FieldPath, plant_terms
+from devtools.corpus.builder import JsonlBuilder
+from devtools.corpus.draft import FieldPath
 from devtools.corpus.ids import iso, uuid4
-from devtools.corpus.manifest import ToolError
-from devtools.corpus.plan import BuiltFile, BuiltSession, SessionPlan, Shared, planted_terms
+from devtools.corpus.plan import BuiltSession, SessionPlan, Shared
 from devtools.corpus.tools import KINDS, WEIGHTS, ToolCall, plan_call, run_call
-from devtools.corpus.words import Text
 
 __all__ = ["build_qwen"]
 
@@ -28,24 +26,14 @@ _TEXT: FieldPath = ("message", "parts", 0, "text")
 _OUTPUT: FieldPath = ("message", "parts", 0, "functionResponse", "response", "output")
 
 
-class _Qwen:
+class _Qwen(JsonlBuilder):
     def __init__(self, plan: SessionPlan, shared: Shared) -> None:
-        self.plan = plan
-        self.shared = shared
-        self.rng = rng = random.Random(plan.seed)
-        self.text = Text(shared.lexicon, rng)
-        self.project = plan.project
-        self.draft = Draft()
-        self.now = plan.start_ms
-        self.session_id = uuid4(rng)
-        self.version = rng.choice(_VERSIONS)
-        self.model = rng.choice(_MODELS)
+        super().__init__(plan, shared)
+        self.session_id = uuid4(self.rng)
+        self.version = self.rng.choice(_VERSIONS)
+        self.model = self.rng.choice(_MODELS)
         self.last: str | None = None
         self.errors: list[tuple[int, str, str]] = []
-        self.fail_next = plan.force_failure
-
-    def _tick(self, lo: int, hi: int) -> None:
-        self.now += self.rng.randint(lo, hi)
 
     def _record(self, kind: str, **fields: Any) -> tuple[int, str]:
         uuid = uuid4(self.rng)
@@ -160,35 +148,10 @@ class _Qwen:
             self.draft.carrier(line, "toolResult", uuid, _OUTPUT)
 
     def _finish(self) -> BuiltSession:
-        draft = self.draft
-        planted, _ = plant_terms(
-            draft,
-            self.rng,
-            self.shared.terms,
-            plantable={c.line for c in draft.carriers},
-            force_user=self.plan.force_user,
-        )
+        planted, _ = self._plant({c.line for c in self.draft.carriers})
         folder = "".join(c if c.isalnum() and c.isascii() else "-" for c in self.project.cwd)
-        sid = self.session_id
-        rel = f"qwen/{folder}/chats/{sid}.jsonl"
-        built = BuiltSession(
-            files=[
-                BuiltFile(
-                    rel=rel,
-                    data=draft.data(),
-                    end_ms=self.now,
-                    session_id=sid,
-                    cwd=self.project.cwd,
-                    lines=len(draft.lines),
-                    malformed_lines=tuple(i + 1 for i in draft.malformed),
-                )
-            ],
-            planted=planted_terms(planted, "qwen", rel, sid),
-        )
-        built.tool_errors = [
-            ToolError("qwen", rel, sid, entry, line + 1, tool) for line, entry, tool in self.errors
-        ]
-        return built
+        rel = f"qwen/{folder}/chats/{self.session_id}.jsonl"
+        return self._built("qwen", rel, self.session_id, planted, self.errors)
 
 
 def _shape(call: ToolCall) -> tuple[str, dict[str, Any]]:
