@@ -1,4 +1,4 @@
-"""The processes the supervisor spawns: what each runs, and how it reports back.
+"""The processes the supervisor starts: what each runs, and how it reports back.
 
 Every child is forked by ``multiprocess``'s fork server (started by the supervisor, with this
 module imported once) and receives only picklable values (the config, the settings, shared
@@ -98,7 +98,7 @@ class Flag:
     acknowledge, and a sleeper killed by SIGKILL never does.)"""
 
     def __init__(self, value: _Value) -> None:
-        self._value = value  # a RawValue("b"), shared with children at spawn
+        self._value = value  # a RawValue("b"), shared with children at their start
 
     def set(self) -> None:
         self._value.value = 1
@@ -148,7 +148,7 @@ class _Role(Protocol):
 
 
 def child_main(spec: ChildSpec, shared: Shared, conn: _Conn) -> None:
-    """The target of every spawned child."""
+    """The target of every child."""
     _die_with_parent(spec.parent_pid)
     terminated: list[int] = []
     signal.signal(signal.SIGINT, signal.SIG_IGN)
