@@ -1,10 +1,12 @@
-"""The processes the supervisor spawns: what each runs, and how it reports back.
+"""The processes the supervisor starts: what each runs, and how it reports back.
 
-Every child is started with ``multiprocess``'s "spawn" context and receives only picklable
-values (the config, the settings, shared flags, its end of a pipe). It then:
+Every child is forked by ``multiprocess``'s fork server (started by the supervisor, with this
+module imported once) and receives only picklable values (the config, the settings, shared
+flags, its end of a pipe). It then:
 
-1. dies with its parent (Linux ``PR_SET_PDEATHSIG``; elsewhere it polls ``getppid``), so a
-   supervisor killed with SIGKILL leaves no orphan behind;
+1. dies with its parent, the fork server (Linux ``PR_SET_PDEATHSIG``; elsewhere it polls
+   ``getppid``), which exits when the supervisor does, so a supervisor killed with SIGKILL
+   leaves no orphan behind;
 2. ignores SIGINT (a terminal's Ctrl-C reaches the whole process group; the supervisor decides)
    and turns SIGTERM into a stop flag;
 3. boots its role (``watcher``, ``index``, ``publisher``) and says ``("ready", pid)``, or
@@ -79,7 +81,7 @@ class ChildSpec:
     name: str
     config: Config
     settings: RunSettings
-    parent_pid: int
+    parent_pid: int  # the fork server's: the process that forks the children
     worker_id: int = 0
     log_json: bool = True
     log_level: int = 20
@@ -96,7 +98,7 @@ class Flag:
     acknowledge, and a sleeper killed by SIGKILL never does.)"""
 
     def __init__(self, value: _Value) -> None:
-        self._value = value  # a RawValue("b"), shared with children at spawn
+        self._value = value  # a RawValue("b"), shared with children at their start
 
     def set(self) -> None:
         self._value.value = 1
@@ -146,7 +148,7 @@ class _Role(Protocol):
 
 
 def child_main(spec: ChildSpec, shared: Shared, conn: _Conn) -> None:
-    """The target of every spawned child."""
+    """The target of every child."""
     _die_with_parent(spec.parent_pid)
     terminated: list[int] = []
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -350,6 +352,11 @@ class _QueueInbox:
 class _IndexRole:
     def __init__(self, spec: ChildSpec, shared: Shared, stopping: Callable[[], bool]) -> None:
         config = spec.config
+        # Importing it warms this process (the fork server did already): not in the module
+        # header, which `pipeline status` imports through the supervisor's.
+        from pipeline.preload import warm
+
+        warm(policy_of(config))  # at boot, not on the first session
         self.journal = FileJournal(IndexLayout(config.index_dir).journal)
         self.worker = IndexWorker(
             config,

@@ -18,7 +18,15 @@ from stages.policy import Policy
 from store.records import NormalizedEntry
 from store.redact import Finding, Redactor, redactor
 
-__all__ = ["redact_entries", "redact_entry"]
+__all__ = ["policy_redactor", "redact_entries", "redact_entry"]
+
+
+def policy_redactor(policy: Policy) -> Redactor | None:
+    """The redactor *policy* builds under (one per process and rule set), or None when it
+    does not redact."""
+    if not policy.redact:
+        return None
+    return redactor(tuple(sorted(set(policy.redact_disabled))))
 
 
 def redact_entries(
@@ -26,9 +34,9 @@ def redact_entries(
 ) -> tuple[NormalizedEntry, ...]:
     """*entries* with credentials replaced; an entry without any is returned as it is. With
     a memo, an entry seen before is not scanned again (the append path rescans nothing)."""
-    if not policy.redact:
+    r = policy_redactor(policy)
+    if r is None:
         return entries
-    r = redactor(tuple(sorted(set(policy.redact_disabled))))
     if memo is None:
         return tuple(redact_entry(e, r) for e in entries)
     return tuple(memo.derived(e, lambda e: redact_entry(e, r)) for e in entries)

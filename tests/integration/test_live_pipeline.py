@@ -13,6 +13,7 @@ import signal
 from pathlib import Path
 
 import orjson
+import psutil
 import pytest
 
 from pipeline.catchup import catch_up
@@ -227,6 +228,29 @@ def test_status_reports_positions_lag_and_workers(pi: PiRoot) -> None:
     assert not collect_status(config).as_dict()["pipeline"]["running"]
 
 
+def test_children_are_forked_by_one_server_that_preloaded_their_modules(pi: PiRoot) -> None:
+    """Issue 22 item 11: one process imports the pipeline and forks every child, so a start
+    (and the first append after it) does not wait on an interpreter per child importing it."""
+    config = pi.write_config()
+    pi.session("a", pi_session("sa", 2))
+    live = start(pi)
+    try:
+        children = [c["pid"] for c in live.wait_ready(pi.index)["children"]]
+        parents = {psutil.Process(pid).ppid() for pid in children}
+        assert len(parents) == 1 and live.pid not in parents
+        (server,) = parents
+        assert psutil.Process(server).ppid() == live.pid
+        cmdline = " ".join(psutil.Process(server).cmdline())
+        assert "multiprocess.forkserver" in cmdline
+        assert "pipeline.children" in cmdline and "pipeline.preload" in cmdline
+        wait_for(lambda: idle(config), timeout=20, what="the first build")
+        assert live.stop() == 0
+        wait_for(lambda: pid_gone(server), what="the fork server stopped with the run")
+    finally:
+        if live.process and live.process.poll() is None:
+            live.kill()
+
+
 def test_a_second_pipeline_is_refused(pi: PiRoot) -> None:
     pi.write_config()
     pi.session("a", pi_session("sa", 2))
@@ -247,6 +271,9 @@ def test_sigkill_leaves_no_orphans_and_a_restart_loses_nothing(pi: PiRoot, tmp_p
     a = pi.session("a", pi_session("sa", 4))
     live = start(pi)
     children = [c["pid"] for c in live.wait_ready(pi.index)["children"]]
+    # the fork server they were forked from too: once the supervisor is gone it is no
+    # descendant of this process, and the leak check would not see it
+    children += [psutil.Process(children[0]).ppid()]
     wait_for(lambda: idle(config), timeout=20, what="the first build")
     append(a, lines_for("sa", 2, start=4, parent="sa-3"))
     live.stop(signal.SIGKILL)
