@@ -129,7 +129,7 @@ def _title(raws: Sequence[RawRecord]) -> str | None:
     """``custom-title`` (the person's) over ``ai-title`` and ``summary`` (generated), latest
     of a kind first (§2.3). A ``summary`` titles the conversation ending at its ``leafUuid``,
     which may be another file's: it counts only when that leaf is a line of this file."""
-    uuids = {r.value.get("uuid") for r in raws}
+    uuids = {u for r in raws if (u := _str(r.value.get("uuid"))) is not None}
     titles = Titles()
     for raw in raws:
         kind = raw.value.get("type")
@@ -137,7 +137,7 @@ def _title(raws: Sequence[RawRecord]) -> str | None:
             titles.name(raw.value.get("customTitle"))
         elif kind == "ai-title":
             titles.generate(raw.value.get("aiTitle"))
-        elif kind == "summary" and raw.value.get("leafUuid") in uuids - {None}:
+        elif kind == "summary" and _str(raw.value.get("leafUuid")) in uuids:
             titles.generate(raw.value.get("summary"))
     return titles.title
 
