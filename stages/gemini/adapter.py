@@ -38,8 +38,6 @@ ADAPTER = Adapter(
     normalize=normalize_gemini,
     tools=TOOLS,
     mcp=mcp_parts,
-    files=SessionFiles(
-        ("*.jsonl", "session-*.json"), whole=("session-*.json",), folders=(_CHATS,)
-    ),
+    files=SessionFiles(("*.jsonl", "session-*.json"), whole=("session-*.json",), folders=(_CHATS,)),
     parse_whole=parse_legacy,
 )
