@@ -57,9 +57,9 @@ class Candidate:
         return self.stamp[3]
 
 
-def is_session(agent: str, name: str) -> bool:
-    """True when a file called *name* under *agent*'s root is one of its sessions."""
-    return adapter(agent).files.matches(name)
+def is_session(agent: str, path: str) -> bool:
+    """True when the file at *path* under *agent*'s root is one of its sessions."""
+    return adapter(agent).files.holds(path)
 
 
 def source_specs(roots: Mapping[str, Path]) -> dict[str, SourceSpec]:
@@ -79,7 +79,7 @@ def _walk(root: Path, agent: str, unreadable: list[str]) -> Iterator[Path]:
     for dirpath, dirnames, filenames in os.walk(root, onerror=refused, followlinks=False):
         dirnames.sort()
         for name in sorted(filenames):
-            if files.matches(name):
+            if files.holds(f"{dirpath}/{name}"):
                 yield Path(dirpath) / name
 
 

@@ -351,10 +351,9 @@ class Watcher:
 
     def agent_of(self, path: str) -> str | None:
         """The agent whose root holds *path* as discovery would list it, else None."""
-        name = os.path.basename(path)
         for root, agent in self._roots:
             if path.startswith(root + os.sep):
-                if not is_session(agent, name):
+                if not is_session(agent, path):
                     return None
                 # discovery never follows a link, so neither may a path it would not list
                 folder = os.path.dirname(path)

@@ -485,7 +485,7 @@ def _unseen(
         ):  # fmt: skip
             if path in gen.by_path or path in gen.skipped:
                 continue
-            if not files.matches(os.path.basename(path)):
+            if not files.holds(path):
                 continue  # e.g. a rollout-*.json outside the Codex root
             if newer_than:
                 try:

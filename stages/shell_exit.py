@@ -20,7 +20,7 @@ import shlex
 from collections.abc import Sequence
 from typing import Final
 
-__all__ = ["NO_MATCH_PROGRAMS", "exit_outcome", "no_match"]
+__all__ = ["NO_MATCH_PROGRAMS", "exit_outcome", "needs_command", "no_match"]
 
 NO_MATCH_PROGRAMS: Final = frozenset({"grep", "egrep", "fgrep", "zgrep", "rg", "ag", "ack"})
 _NO_MATCH_EXIT: Final = 1
@@ -36,6 +36,11 @@ def exit_outcome(command: object, exit_code: float) -> str:
     if exit_code == 0 or no_match(command, exit_code):
         return "succeeded"
     return "failed"
+
+
+def needs_command(exit_code: float) -> bool:
+    """Whether *exit_code*'s outcome depends on the command that exited with it."""
+    return exit_code == _NO_MATCH_EXIT
 
 
 def no_match(command: object, exit_code: float) -> bool:

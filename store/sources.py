@@ -55,10 +55,16 @@ class SessionFiles(Wired):
     ``whole`` are the patterns (among ``patterns``) of files that hold one JSON object rather
     than one per line: they are read whole and never appended to (Codex era A's
     ``rollout-*.json``).
+    ``folders``, when given, are the names of the folders sessions live in: a matching file
+    counts only when its folder, or that folder's parent (a subagent's own folder inside it),
+    is so named. A writer that keeps other files of the same name shape elsewhere under its
+    root (Gemini CLI's ``logs/session-*.jsonl``) is told apart by where they lie, not by what
+    they hold.
     """
 
     patterns: tuple[str, ...] = field(default=("*.jsonl",), metadata=wire(TUPLE))
     whole: tuple[str, ...] = field(default=(), metadata=wire(TUPLE))
+    folders: tuple[str, ...] = field(default=(), metadata=wire(TUPLE, since=2, omit=True))
 
     def __post_init__(self) -> None:
         if not self.patterns:
@@ -85,6 +91,14 @@ class SessionFiles(Wired):
         """True when a file called *name* under the root is one of the agent's sessions."""
         found = self._hidden if name.startswith(".") else self._any
         return found is not None and found.fullmatch(name) is not None
+
+    def holds(self, path: str) -> bool:
+        """True when the file at *path* (under the root, ``/``-separated) is a session: its name
+        matches and it lies in one of ``folders`` (directly or one folder down)."""
+        *parents, name = path.split("/")
+        if not self.matches(name):
+            return False
+        return not self.folders or any(p in self.folders for p in parents[-2:])
 
     def read_whole(self, path: str) -> bool:
         """True for a session file holding one JSON object: read whole, rewritten whole."""

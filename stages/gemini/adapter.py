@@ -4,10 +4,9 @@ the legacy one-object ``session-*.json`` of older releases (read whole).
 
 The project folder is a short name the CLI keeps in ``~/.gemini/projects.json`` (older
 releases: a SHA-256 of the project root), neither derivable from the cwd by a naming rule, so
-no ``ProjectFolder`` is declared. The CLI's devtools activity log
-(``<project>/logs/session-*.jsonl``, written only when its devtools logging is on) matches
-``*.jsonl`` too and reads as a session without header (``missing_session_header``);
-``[sources] exclude`` takes ``**/logs/**``."""
+no ``ProjectFolder`` is declared. Sessions are read only under ``chats/``: the CLI's devtools
+activity log (``<project>/logs/session-*.jsonl``, written only when its devtools logging is on)
+has a session's name but is no session."""
 
 from __future__ import annotations
 
@@ -23,6 +22,8 @@ from store.sources import SessionFiles
 
 __all__ = ["ADAPTER"]
 
+_CHATS = "chats"
+
 
 def _read(
     parsed: ParseResult, path: str, sidecar: Mapping[str, Any] | None = None
@@ -37,6 +38,6 @@ ADAPTER = Adapter(
     normalize=normalize_gemini,
     tools=TOOLS,
     mcp=mcp_parts,
-    files=SessionFiles(("*.jsonl", "session-*.json"), whole=("session-*.json",)),
+    files=SessionFiles(("*.jsonl", "session-*.json"), whole=("session-*.json",), folders=(_CHATS,)),
     parse_whole=parse_legacy,
 )

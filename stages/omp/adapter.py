@@ -1,14 +1,14 @@
 """Oh My Pi (``@oh-my-pi/pi-coding-agent``, CLI ``omp``): Pi's format (``stages.omp.source``)
 under ``~/.omp/agent/sessions/<project folder>/<timestamp>_<id>.jsonl``, subagents in the
-parent's artifacts folder ``<timestamp>_<id>/``. Appends take Pi's tail path."""
+parent's artifacts folder ``<timestamp>_<id>/``. Appends take Pi's tail path, except one whose
+shell result's exit code must be read against a call written before it."""
 
 from __future__ import annotations
 
 from stages.adapter import Adapter, Tail
-from stages.omp.normalize import normalize_omp
+from stages.omp.normalize import appends_locally, normalize_omp
 from stages.omp.source import AGENT, read_omp
 from stages.omp.tools import TOOLS, mcp_parts
-from stages.pi.normalize import appends_locally
 from stages.pi.source import tail_ready
 from store.sources import ABSOLUTE, HOME, TMPDIR, ProjectFolder, SessionFiles
 

@@ -13,7 +13,11 @@ with omp's families, ``stages.omp.tools``). What omp adds:
                       index_tool_output); ``files_touched`` their paths
     toolResult        an MCP result's ``details: {serverName, mcpToolName}`` state its
                       identity exactly (``<server>.<tool>``); omp's own MCP names
-                      (``mcp__<server>_<tool>``) are split by ``stages.omp.tools.mcp_parts``
+                      (``mcp__<server>_<tool>``) are split by ``stages.omp.tools.mcp_parts``;
+                      a shell result's typed ``details.exitCode`` gives its outcome by the
+                      shared rule (``stages.shell_exit``: a search exiting 1 found nothing),
+                      read against its call's ``command``, where omp's ``isError`` calls
+                      every non-zero exit an error
     blocks            ``redactedThinking``, ``fallback`` and ``anthropicServerTool`` add no text
 
 A subagent's transcript (``SourceSession.sidechain``, ``stages.omp.source``) gives sidechain
@@ -28,11 +32,13 @@ from stages.common import clean_text, is_blank, js_number_text, js_string
 from stages.lineage import Lineage
 from stages.normalized import EntryMemo, NormalizeResult
 from stages.omp.source import AGENT
-from stages.pi.normalize import Dialect, Fields, normalize_pi_format
+from stages.pi.normalize import Dialect, Fields, call_commands, normalize_pi_format
+from stages.pi.normalize import appends_locally as pi_appends_locally
 from stages.policy import Policy
+from stages.shell_exit import needs_command
 from stages.source import SourceSession
 
-__all__ = ["OMP", "normalize_omp"]
+__all__ = ["OMP", "appends_locally", "normalize_omp"]
 
 _MCP_PREFIX: Final = "mcp__"
 
@@ -91,11 +97,37 @@ def _result_identity(tool: str, details: object) -> tuple[str, str, str] | None:
     return None
 
 
+def _result_exit(details: object) -> int | float | None:
+    """A bash result's ``details.exitCode`` (omp's ``BashToolDetails``)."""
+    code = details.get("exitCode") if isinstance(details, dict) else None
+    if isinstance(code, bool) or not isinstance(code, int | float):
+        return None
+    return code
+
+
 OMP: Final = Dialect(
     AGENT,
     roles={"developer": _developer, "pythonExecution": _python, "fileMention": _file_mention},
     result_identity=_result_identity,
+    result_exit=_result_exit,
 )
+
+
+def appends_locally(appended: SourceSession) -> bool:
+    """Pi's rule, and not when an appended shell result's exit code is read against a call
+    written before the append (a search's exit 1 needs its command), which the new lines
+    alone do not hold."""
+    if not pi_appends_locally(appended):
+        return False
+    commands = call_commands(appended.records)
+    for record in appended.records:
+        message = record.value.get("message")
+        if not isinstance(message, dict) or message.get("role") != "toolResult":
+            continue
+        code = _result_exit(message.get("details"))
+        if code is not None and needs_command(code) and message.get("toolCallId") not in commands:
+            return False
+    return True
 
 
 def normalize_omp(

@@ -142,12 +142,15 @@ def _pi_result_identity(tool: str, details: object) -> tuple[str, str, str] | No
 class Dialect:
     """What a writer of Pi's format does its own way (Oh My Pi: ``stages.omp``): the agent
     its entries belong to, the message roles Pi does not write (read by ``roles``; any other
-    unknown role stays an entry without text), and what a tool result's ``details`` state
-    exactly about the tool's identity (``result_identity``: an MCP server and tool)."""
+    unknown role stays an entry without text), what a tool result's ``details`` state
+    exactly about the tool's identity (``result_identity``: an MCP server and tool), and the
+    exit code a shell tool's result types in its ``details`` (``result_exit``; Pi records
+    none, so its results keep their ``isError``)."""
 
     agent: str
     roles: Mapping[str, RoleReader] = field(default_factory=dict)
     result_identity: Callable[[str, object], tuple[str, str, str] | None] = _pi_result_identity
+    result_exit: Callable[[object], int | float | None] | None = None
 
 
 PI = Dialect(AGENT)
@@ -176,10 +179,18 @@ def normalize_pi_format(
     entries: list[NormalizedEntry] = []
     reasons: set[str] = set()
     seen_fact_addresses: set[str] = set()
+    commands = (
+        call_commands(r for r in session.records if r.position in selected)
+        if dialect.result_exit is not None
+        else {}
+    )
     for record in session.records:
         if record.position not in selected:
             continue
-        entry = _entry(dialect, record, policy, index=len(entries), sidechain=session.sidechain)
+        entry = _entry(
+            dialect, record, policy, index=len(entries), sidechain=session.sidechain,
+            commands=commands,
+        )  # fmt: skip
         if entry is None:
             continue
         if entry.entry_id is not None and entry.entry_id in edits:
@@ -194,6 +205,24 @@ def normalize_pi_format(
         for child in children:
             entries.append(_at(child, len(entries)))
     return NormalizeResult(entries=tuple(entries), reasons=tuple(sorted(reasons)))
+
+
+def call_commands(records: Iterable[SourceRecord]) -> dict[str, object]:
+    """The ``command`` argument of each tool call in *records*, by call id: what a result's
+    typed exit code is read against (``stages.shell_exit``)."""
+    out: dict[str, object] = {}
+    for record in records:
+        message = record.value.get("message")
+        if not isinstance(message, dict) or message.get("role") != "assistant":
+            continue
+        content = message.get("content")
+        for block in content if isinstance(content, list) else ():
+            if not isinstance(block, dict) or block.get("type") != "toolCall":
+                continue
+            call_id, arguments = block.get("id"), block.get("arguments")
+            if isinstance(call_id, str) and isinstance(arguments, dict):
+                out[call_id] = arguments.get("command")
+    return out
 
 
 def appends_locally(appended: SourceSession) -> bool:
@@ -216,7 +245,13 @@ def _identity(agent: str, tool: str) -> tuple[str, str | None, str | None]:
 
 
 def _entry(
-    dialect: Dialect, record: SourceRecord, policy: Policy, index: int, *, sidechain: bool
+    dialect: Dialect,
+    record: SourceRecord,
+    policy: Policy,
+    index: int,
+    *,
+    sidechain: bool,
+    commands: Mapping[str, object],
 ) -> NormalizedEntry | None:
     value = record.value
     kind = value.get("type")
@@ -229,7 +264,7 @@ def _entry(
             return None
         if message.get("role") == SYSTEM_ROLE:
             return None  # the system prompt and tool loadout: never conversation
-        found = _message_fields(dialect, message, entry_id, policy)
+        found = _message_fields(dialect, message, entry_id, policy, commands)
         if found is None:
             return None
         fields = found
@@ -268,7 +303,11 @@ def _entry(
 
 
 def _message_fields(
-    dialect: Dialect, message: dict[str, Any], entry_id: str | None, policy: Policy
+    dialect: Dialect,
+    message: dict[str, Any],
+    entry_id: str | None,
+    policy: Policy,
+    commands: Mapping[str, object],
 ) -> Fields | None:
     raw_role = message.get("role")
     role = clean_text(raw_role) if isinstance(raw_role, str) and raw_role else None
@@ -278,7 +317,7 @@ def _message_fields(
     if role == "assistant":
         return _assistant(dialect, message, entry_id, policy)
     if role == "toolResult":
-        return _tool_result(dialect, message, policy)
+        return _tool_result(dialect, message, policy, commands)
     if role == "bashExecution":
         return _bash(dialect, message, entry_id, policy)
     if role in ("custom", "hookMessage"):
@@ -333,7 +372,9 @@ def _assistant(
     return fields
 
 
-def _tool_result(dialect: Dialect, message: dict[str, Any], policy: Policy) -> Fields:
+def _tool_result(
+    dialect: Dialect, message: dict[str, Any], policy: Policy, commands: Mapping[str, object]
+) -> Fields:
     raw_tool = message.get("toolName")
     tool = clean_text(raw_tool) if isinstance(raw_tool, str) and raw_tool else None
     content = message.get("content")
@@ -355,6 +396,12 @@ def _tool_result(dialect: Dialect, message: dict[str, Any], policy: Policy) -> F
     if stated is not None:
         fields.ref, fields.provider, fields.action = stated
     fields.outcome = "failed" if failed else "succeeded"
+    exit_code = dialect.result_exit(message.get("details")) if dialect.result_exit else None
+    if exit_code is not None and fields.family == "shell":
+        call_id = message.get("toolCallId")
+        command = commands.get(call_id) if isinstance(call_id, str) else None
+        fields.outcome = exit_outcome(command, exit_code)
+        fields.is_error = fields.outcome == "failed"
     return fields
 
 

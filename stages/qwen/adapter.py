@@ -1,6 +1,8 @@
 """Qwen Code (``@qwen-code/qwen-code``): one JSONL file per session under
 ``~/.qwen/projects/<cwd with every non-alphanumeric character as ->/chats/``, Gemini's content
-shapes in uuid-threaded records (``stages.qwen.source``)."""
+shapes in uuid-threaded records (``stages.qwen.source``); a subagent's records are in its
+parent's file (``isSidechain``). Only ``chats/`` holds sessions: other files the CLI keeps
+under the project folder are none."""
 
 from __future__ import annotations
 
@@ -29,6 +31,6 @@ ADAPTER = Adapter(
     read=_read,
     normalize=normalize_qwen,
     tools=TOOLS,
-    files=SessionFiles(("*.jsonl",)),
+    files=SessionFiles(("*.jsonl",), folders=("chats",)),
     folders=(ProjectFolder(WHOLE_PATH, unsafe="[^A-Za-z0-9]"),),
 )

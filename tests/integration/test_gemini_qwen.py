@@ -74,6 +74,12 @@ def test_gemini_and_qwen_sessions_answer_every_command(tmp_path: Path) -> None:
     (gemini / "session-2025-08-01T10-00-legacy01.json").write_bytes(
         orjson.dumps(legacy, option=orjson.OPT_INDENT_2)
     )
+    # the CLI's devtools activity log beside the chats: a session's name, no session
+    logs = roots["gemini"] / "work" / "logs"
+    logs.mkdir()
+    (logs / "session-2026-12-02T09-50-0a78efbe.jsonl").write_bytes(
+        _lines({"type": "network", "payload": {"body": "LOGONLYQ7"}})
+    )
     qwen = roots["qwen"] / "-tmp-gx-qwork" / "chats"
     qwen.mkdir(parents=True)
     real = (DATA / "qwen" / "real-0.24.4-shell.jsonl").read_bytes()
@@ -93,6 +99,7 @@ def test_gemini_and_qwen_sessions_answer_every_command(tmp_path: Path) -> None:
         name: {"gemini": 3, "qwen": 1}.get(name, 0) for name in agent_names()
     }, status
     assert status["indexed"] == status["eligible"] == 4
+    assert "missing_session_header" not in orjson.dumps(status).decode(), status
 
     for agent, word in PLANTED.items():
         for scope in ((), ("--agent", agent)):

@@ -306,3 +306,16 @@ def test_the_exit_code_comes_from_the_envelope_never_from_the_output() -> None:
     assert envelope_exit_code("Output: fine\nProcess Group PGID: 9") is None
     assert envelope_exit_code("Command: ls\nExit Code: 2\nSignal: (none)\n"
                               "Process Group PGID: (none)") == 2  # fmt: skip
+
+
+def test_only_files_under_chats_are_sessions() -> None:
+    """The devtools activity log ``<project>/logs/session-*.jsonl`` has a session's name but
+    is no session; a chat and a subagent's chat (``chats/<parent id>/``) are."""
+    files = adapter("gemini").files
+    assert files.holds(PATH) and files.holds(f"{CHATS}/0a78efbe/sub-7.jsonl")
+    assert files.holds(f"{CHATS}/session-2025-09-01T10-00-aaaa0001.json")
+    assert not files.holds("/h/.gemini/tmp/proj/logs/session-x.jsonl")
+    assert not files.holds("/h/.gemini/tmp/proj/session-x.jsonl")
+    qwen = adapter("qwen").files
+    assert qwen.holds("/h/.qwen/projects/-work-proj/chats/qq-1.jsonl")
+    assert not qwen.holds("/h/.qwen/projects/-work-proj/logs/qq-1.jsonl")

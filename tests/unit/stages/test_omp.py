@@ -236,3 +236,52 @@ def test_appends_take_the_tail_path() -> None:
     tail = read_omp(parse(header + line), str(MAIN))
     assert omp.tail.ready(tail) and omp.tail.local(tail)
     assert [r.id for r in tail.records] == ["n1"]
+
+
+def _shell_result(tmp_path: Path, command: str, exit_code: int, is_error: bool) -> NormalizedEntry:
+    """The fixture's bash call rewritten to run *command*, its result exiting *exit_code*."""
+    data = MAIN.read_bytes().replace(b"pytest -k OMPFLAKYQ9", command.encode())
+    data = data.replace(
+        b'"details":{"exitCode":1,"wallTimeMs":10},"isError":true',
+        b'"details":{"exitCode":%d,"wallTimeMs":10},"isError":%s'
+        % (exit_code, b"true" if is_error else b"false"),
+    )
+    path = tmp_path / MAIN.name
+    path.write_bytes(data)
+    return found(entries(path), "SHELLFAILQ9")
+
+
+def test_a_shell_results_typed_exit_code_follows_the_shared_rule(tmp_path: Path) -> None:
+    # a search exiting 1 found nothing: omp writes isError, yet the call did what it was asked
+    grep = _shell_result(tmp_path, "grep -rn OMPFLAKYQ9 src", 1, True)
+    assert (grep.outcome, grep.is_error) == ("succeeded", False)
+    # any other non-zero exit is a failure, whatever isError says
+    ls = _shell_result(tmp_path, "ls missing", 2, False)
+    assert (ls.outcome, ls.is_error) == ("failed", True)
+    # and a search's own error (2) too
+    assert _shell_result(tmp_path, "rg OMPFLAKYQ9", 2, True).outcome == "failed"
+    assert _shell_result(tmp_path, "grep -q x f", 0, False).outcome == "succeeded"
+
+
+def test_pi_results_keep_their_is_error() -> None:
+    """Pi records no exit code on a result: its ``isError`` stays the outcome."""
+    data = MAIN.read_bytes().split(b"\n", 1)[1].replace(b"pytest -k OMPFLAKYQ9", b"grep x f")
+    session = read_session(data, str(MAIN), "pi")
+    items = list(normalize(session, lineage(session, "active"), Policy()).entries)
+    result = found(items, "SHELLFAILQ9")
+    assert (result.outcome, result.is_error) == ("failed", True)
+
+
+def test_an_exit_1_whose_call_is_not_in_the_append_leaves_the_tail_path() -> None:
+    omp = adapter("omp")
+    assert omp.tail is not None
+    lines = MAIN.read_bytes().split(b"\n")
+    header = lines[1] + b"\n"
+    call, result = lines[7] + b"\n", lines[9] + b"\n"
+    assert b'"toolCall"' in call and b'"exitCode":1' in result
+    alone = read_omp(parse(header + result), str(MAIN))
+    assert not omp.tail.local(alone)
+    both = read_omp(parse(header + call + result), str(MAIN))
+    assert omp.tail.local(both)
+    exit_0 = result.replace(b'"exitCode":1', b'"exitCode":0')
+    assert omp.tail.local(read_omp(parse(header + exit_0), str(MAIN)))

@@ -74,7 +74,10 @@ def few(of: st.SearchStrategy[Any], min_size: int = 0) -> st.SearchStrategy[tupl
 PATTERN = st.text(alphabet="abc*?.[]", min_size=1, max_size=6)
 FILES = st.lists(PATTERN, min_size=1, max_size=3).flatmap(
     lambda ps: st.builds(
-        SessionFiles, st.just(tuple(ps)), st.lists(st.sampled_from(ps), max_size=2).map(tuple)
+        SessionFiles,
+        st.just(tuple(ps)),
+        st.lists(st.sampled_from(ps), max_size=2).map(tuple),
+        st.lists(st.sampled_from(["chats", "logs"]), max_size=2).map(tuple),
     )
 )
 FOLDERS = st.builds(
@@ -252,6 +255,7 @@ LAYOUTS: dict[int, dict[str, list[tuple[str, str, int, bool]]]] = {
         "SessionFiles": [
             ("patterns", "tuple", 1, False),
             ("whole", "tuple", 1, False),
+            ("folders", "tuple", 2, True),
         ],
         "ProjectFolder": [
             ("base", "value", 1, False),
