@@ -125,7 +125,12 @@ def appends_locally(appended: SourceSession) -> bool:
         if not isinstance(message, dict) or message.get("role") != "toolResult":
             continue
         code = _result_exit(message.get("details"))
-        if code is not None and needs_command(code) and message.get("toolCallId") not in commands:
+        call_id = message.get("toolCallId")
+        if (
+            code is not None
+            and needs_command(code)
+            and not (isinstance(call_id, str) and call_id in commands)
+        ):
             return False
     return True
 
