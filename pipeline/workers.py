@@ -370,12 +370,7 @@ class IndexWorker:
             if not waits_to_settle(state):
                 continue
             # its file went quiet with a last line still waiting: a whole build reads it
-            self._working_on(path)
-            change = self.engine.whole(path, state.agent, self._tiers.get(path, state.tier))
-            self._done_with()
-            self._record(change)
-            self._send(self.position, [change, *self._extra()])
-            log.info("session.settled", path=path)
+            self._build_again(state, "session.settled")
             return True
         return self._scrub(now)
 
@@ -393,13 +388,7 @@ class IndexWorker:
                 continue
             if not scrub.repair(self._layout, state):
                 return False
-            self._working_on(state.path)
-            tier = self._tiers.get(state.path, state.tier)
-            change = self.engine.whole(state.path, state.agent, tier)
-            self._done_with()
-            self._record(change)
-            self._send(self.position, [change, *self._extra()])
-            log.info("session.scrubbed", path=state.path)
+            self._build_again(state, "session.scrubbed")
             return True
         return False
 
@@ -416,12 +405,18 @@ class IndexWorker:
             state = self.states[path]
             if not scrub.due(path) or not scrub.repair(self._layout, state):
                 continue
-            self._working_on(path)
-            change = self.engine.whole(path, state.agent, self._tiers.get(path, state.tier))
-            self._done_with()
-            self._record(change)
-            self._send(self.position, [change, *self._extra()])
-            log.info("session.scrubbed", path=path)
+            self._build_again(state, "session.scrubbed")
+
+    def _build_again(self, state: SessionState, event: str) -> None:
+        """Build one known session whole at its tier and send the change (a settled tail or
+        damaged records: what it holds is read from its file again)."""
+        self._working_on(state.path)
+        tier = self._tiers.get(state.path, state.tier)
+        change = self.engine.whole(state.path, state.agent, tier)
+        self._done_with()
+        self._record(change)
+        self._send(self.position, [change, *self._extra()])
+        log.info(event, path=state.path)
 
     def fold_deltas(self) -> None:
         """Merge every session's deltas now (a catch-up publishes no deltas: its index is
