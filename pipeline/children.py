@@ -1,14 +1,13 @@
 """The processes the supervisor starts: what each runs, and how it reports back.
 
-Every child is forked by ``multiprocess``'s fork server (started by the supervisor, with this
-module imported once) and receives only picklable values (the config, the settings, shared
-flags, its end of a pipe). It then:
+Every child is forked by the supervisor (which imported this module and warmed what it uses
+before) and is handed the config, the settings, shared flags and its end of a pipe. It then:
 
-1. dies with its parent, the fork server (Linux ``PR_SET_PDEATHSIG``; elsewhere it polls
-   ``getppid``), which exits when the supervisor does, so a supervisor killed with SIGKILL
-   leaves no orphan behind;
+1. dies with its parent, the supervisor (Linux ``PR_SET_PDEATHSIG``; elsewhere it polls
+   ``getppid``), so a supervisor killed with SIGKILL leaves no orphan behind;
 2. ignores SIGINT (a terminal's Ctrl-C reaches the whole process group; the supervisor decides)
-   and turns SIGTERM into a stop flag;
+   and turns SIGTERM into a stop flag; the supervisor's signal wakeup descriptor, inherited
+   with the fork, is let go (the child's signals are its own);
 3. boots its role (``watcher``, ``index``, ``publisher``) and says ``("ready", pid)``, or
    ``("boot_failed", traceback)`` and exits with ``EXIT_BOOT``;
 4. runs ``loop_once`` until told to stop, beating its heartbeat and sending ``("stats", …)``
@@ -81,7 +80,7 @@ class ChildSpec:
     name: str
     config: Config
     settings: RunSettings
-    parent_pid: int  # the fork server's: the process that forks the children
+    parent_pid: int  # the supervisor's: the process that forks the children
     worker_id: int = 0
     log_json: bool = True
     log_level: int = 20
@@ -150,6 +149,7 @@ class _Role(Protocol):
 def child_main(spec: ChildSpec, shared: Shared, conn: _Conn) -> None:
     """The target of every child."""
     _die_with_parent(spec.parent_pid)
+    signal.set_wakeup_fd(-1)
     terminated: list[int] = []
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, lambda signum, frame: terminated.append(signum))
@@ -352,8 +352,8 @@ class _QueueInbox:
 class _IndexRole:
     def __init__(self, spec: ChildSpec, shared: Shared, stopping: Callable[[], bool]) -> None:
         config = spec.config
-        # Importing it warms this process (the fork server did already): not in the module
-        # header, which `pipeline status` imports through the supervisor's.
+        # Importing it warms this process (the supervisor did already, before the fork): not
+        # in the module header, which `pipeline status` imports through the supervisor's.
         from pipeline.preload import warm
 
         warm(policy_of(config))  # at boot, not on the first session

@@ -5,10 +5,11 @@
     ProcessSupervisor.run()
       preflight: the writer lock and the journal lock are free (waits a little for a previous
                  run's children to finish dying, then StoreLocked)
-      spawn ("forkserver" context, picklable arguments; pipeline.children): one server
-      process imports the children's modules once and forks every child from itself, so a
-      (re)start costs a fork, not an interpreter per child importing everything on loaded
-      cores (issue 22 item 11: that made the first append after start-up take seconds)
+      fork ("fork" context; pipeline.children): this process imports the children's modules
+      and warms them (pipeline.preload) before it forks any child, so a (re)start costs a
+      fork, not an interpreter per child importing everything on loaded cores (issue 22
+      item 11: that made the first append after start-up take seconds). This process never
+      starts a thread, so a fork never copies a lock some other thread held.
 
           watcher ──► journal ◄── index-0 … index-(n-1) ══ bounded Queue ══► publisher
 
@@ -27,9 +28,9 @@
       run/supervisor.json, every few seconds and on changes: children, states, restarts,
       heartbeats and statistics, for `pipeline status`
 
-Children die with their parent, the fork server (PR_SET_PDEATHSIG, or polling getppid), and
-the fork server exits when the supervisor's end of its pipe closes, so even SIGKILL leaves no
-orphan; everything they write is crash-safe, so killing one is always allowed.
+Children die with their parent, the supervisor (PR_SET_PDEATHSIG, or polling getppid), so
+even SIGKILL leaves no orphan; everything they write is crash-safe, so killing one is always
+allowed.
 """
 
 from __future__ import annotations
@@ -138,11 +139,12 @@ class ProcessSupervisor:
         self.settings = settings
         self.log_json = log_json
         self.log_level = log_level
-        self.ctx = multiprocess.get_context("forkserver")
-        # Imported once in the fork server, before any child is forked (see the docstring);
-        # the target's own module too, since tests inject faults through it.
-        preload = {"pipeline.children", "pipeline.preload", target.__module__}
-        self.ctx.set_forkserver_preload(sorted(preload))
+        # Children are forked from this process, warm (see the module docstring). Importing
+        # pipeline.preload warms the adapters and credential rules once, here; deferred like
+        # multiprocess, since `pipeline status` imports this module.
+        import pipeline.preload  # noqa: F401
+
+        self.ctx = multiprocess.get_context("fork")
         self.layout = IndexLayout(config.index_dir)
         self.stop_work = Flag(self.ctx.Value("b", 0, lock=False))
         self.stop_publisher = Flag(self.ctx.Value("b", 0, lock=False))
@@ -209,7 +211,6 @@ class ProcessSupervisor:
             finally:
                 self._kill_all()
                 self._write_state(final=True)
-                _stop_fork_server()
 
     def _preflight(self) -> None:
         """Fail at once (StoreLocked) if another writer runs; wait a little for a previous
@@ -270,7 +271,7 @@ class ProcessSupervisor:
             name=child.name,
             config=self.config,
             settings=self.settings,
-            parent_pid=_fork_server_pid(),
+            parent_pid=os.getpid(),
             worker_id=child.worker_id,
             log_json=self.log_json,
             log_level=self.log_level,
@@ -551,25 +552,6 @@ class ProcessSupervisor:
             atomic_write(run_state_path(self.config.index_dir), jsonio.dumps(state))
         self._state_at = now
         self._state_dirty = False
-
-
-def _fork_server_pid() -> int:
-    """The pid of the process children are forked from: the one they must die with.
-
-    ``multiprocess`` keeps it private; a fork server that died (only if killed from outside)
-    is started again here, so a restarted group gets the live one's pid."""
-    from multiprocess import forkserver
-
-    forkserver.ensure_running()
-    pid: int = forkserver._forkserver._forkserver_pid
-    return pid
-
-
-def _stop_fork_server() -> None:
-    """Stop the fork server with the run (it would otherwise last as long as this process)."""
-    from multiprocess import forkserver
-
-    forkserver._forkserver._stop()
 
 
 def _describe_exit(code: int) -> str:
