@@ -11,7 +11,9 @@ before) and is handed the config, the settings, shared flags and its end of a pi
 3. boots its role (``watcher``, ``index``, ``publisher``) and says ``("ready", pid)``, or
    ``("boot_failed", traceback)`` and exits with ``EXIT_BOOT``;
 4. runs ``loop_once`` until told to stop, beating its heartbeat and sending ``("stats", …)``
-   once a second; a crash sends ``("crashed", traceback)`` before the process exits.
+   once a second, and ``("warm", pid)`` once its start-up work is done (the watcher's first
+   reconcile, an index worker's warming: ``warm()``); a crash sends ``("crashed", traceback)``
+   before the process exits.
 """
 
 from __future__ import annotations
@@ -141,6 +143,9 @@ class Shared:
 class _Role(Protocol):
     def loop_once(self, now: float) -> bool: ...
 
+    def warm(self) -> bool:
+        """True once the work a start brings is done (then the pipeline is ready)."""
+
     def statistics(self) -> dict[str, object]: ...
 
     def close(self) -> None: ...
@@ -203,12 +208,16 @@ def _run(
     settings = spec.settings
     idle = settings.idle_min_s
     stats_at = 0.0
+    warm = False
     while not stopping():
         now = time.monotonic()
         shared.heartbeat.value = time.time()
         if os.getppid() != spec.parent_pid:
             os._exit(EXIT_ORPHANED)  # the supervisor is gone: nothing may outlive it
         busy = role.loop_once(now)
+        if not warm and role.warm():
+            warm = True
+            conn.send(("warm", os.getpid()))
         if now - stats_at >= _STATS_EVERY_S:
             conn.send(("stats", role.statistics()))
             stats_at = now
@@ -302,6 +311,9 @@ class _WatcherRole:
             self.observers.watch_new_roots(self.config.roots)  # a root may appear later
         return busy
 
+    def warm(self) -> bool:
+        return self.watcher.reconciles > 0  # every change made before the start is journaled
+
     def statistics(self) -> dict[str, object]:
         s = self.watcher.statistics()
         return {
@@ -369,10 +381,14 @@ class _IndexRole:
             quarantine={q.path: q for q in spec.quarantine},
         )
         self.worker.boot()
+        self.worker.plan_warm()
         self.wake = _Semaphore(shared.wakes[0]) if shared.wakes else None
 
     def loop_once(self, now: float) -> bool:
         return self.worker.loop_once(now)
+
+    def warm(self) -> bool:
+        return not self.worker.warming()
 
     def statistics(self) -> dict[str, object]:
         return self.worker.statistics()
@@ -421,6 +437,9 @@ class _PublisherRole:
     def loop_once(self, now: float) -> bool:
         # Block on the queue itself: a handed-over batch is published at once.
         return self.publisher.loop_once(now, wait=self.wait)
+
+    def warm(self) -> bool:
+        return True
 
     def statistics(self) -> dict[str, object]:
         return self.publisher.statistics()

@@ -15,6 +15,9 @@
 
       loop: wait(child sentinels + child pipes + signal wakeup, 0.5 s)
         ("ready")            boot done                ("stats", {...})   kept for status
+        ("warm")             its start-up work done (the watcher's first reconcile, an index
+                             worker's warming): once every child is, the pipeline is ready
+                             (event pipeline.ready; "ready"/"readyAt" in the state file)
         ("crashed", tb)      traceback for the log    ("boot_failed", tb)
         a child exits after "ready"  ─► worker.crashed (with its traceback) ─► restart after a
             capped, doubling backoff. Index workers and the publisher restart as one group:
@@ -107,6 +110,7 @@ class _Child:
     state: str = "starting"
     restarts: int = 0
     ready: bool = False
+    warm: bool = False
     started_ns: int = 0
     last_error: str | None = None
     exitcode: int | None = None
@@ -159,6 +163,7 @@ class ProcessSupervisor:
         self._state_at = 0.0
         self._state_dirty = True
         self._started_ns = time.time_ns()
+        self._ready_ns: int | None = None
         names = [("watcher", "watcher", _WATCH, 0)]
         names += [(f"index-{k}", "index", _INDEX, k) for k in range(settings.workers)]
         names.append(("publisher", "publisher", _INDEX, 0))
@@ -204,6 +209,7 @@ class ProcessSupervisor:
                         )
                         return self._shutdown(EXIT_BOOT_FAILED)
                     self._wait(wakeup, 0.5)
+                    self._note_ready()
                     self._reap()
                     self._restart_due()
                     self._check_stalls()
@@ -211,6 +217,17 @@ class ProcessSupervisor:
             finally:
                 self._kill_all()
                 self._write_state(final=True)
+
+    def _ready(self) -> bool:
+        """Every child is up and done with what a start brings."""
+        return all(c.ready and c.warm and c.exitcode is None for c in self.children.values())
+
+    def _note_ready(self) -> None:
+        if self._ready_ns is not None or not self._ready():
+            return
+        self._ready_ns = time.time_ns()
+        self._state_dirty = True
+        log.info("pipeline.ready", seconds=round((self._ready_ns - self._started_ns) / 1e9, 3))
 
     def _preflight(self) -> None:
         """Fail at once (StoreLocked) if another writer runs; wait a little for a previous
@@ -298,7 +315,7 @@ class ProcessSupervisor:
         child.process = process
         child.conn = receiver
         child.state = "starting"
-        child.ready = False
+        child.ready = child.warm = False
         child.exitcode = None
         child.started_ns = time.time_ns()
         self._state_dirty = True
@@ -338,6 +355,9 @@ class ProcessSupervisor:
             child.state = "running"
             self._state_dirty = True
             log.info("worker.started", worker=child.name, pid=message[1])
+        elif kind == "warm":
+            child.warm = True
+            self._state_dirty = True
         elif kind == "stats":
             child.stats = message[1]
         elif kind in ("crashed", "boot_failed", DISK_FULL):
@@ -528,6 +548,9 @@ class ProcessSupervisor:
             "pid": os.getpid(),
             "state": overall,
             "startedAt": self._started_ns // 1_000_000,
+            # every child up and warm now; when that was first so (this run's start-up time)
+            "ready": overall == "running" and self._ready(),
+            "readyAt": self._ready_ns // 1_000_000 if self._ready_ns is not None else None,
             "updatedAt": time.time_ns() // 1_000_000,
             "workers": self.settings.workers,
             "children": [

@@ -1,10 +1,11 @@
 """The first append after start-up, repeated (issue 22, item 11), without the whole bench.
 
 One small corpus is generated and built once and ``query serve`` started over it; then, per
-round, ``pipeline run`` is started and at once one entry is appended and timed (as
-``ops/bench`` does in its freshness step, ``bench.fresh --first``), followed by a short steady
-run of appends, and the pipeline is stopped. Prints each round, then the median and max of
-the first appends beside the steady p95s of the same rounds, and one JSON object last.
+round, ``pipeline run`` is started and, once it says it is ready, one entry is appended and
+timed (as ``ops/bench`` does in its freshness step, ``bench.fresh --first``), followed by a
+short steady run of appends, and the pipeline is stopped. Prints each round, then the median
+and max of the first appends beside the steady p95s of the same rounds and the start-up
+times, and one JSON object last.
 
     python -m devtools.bench.first [--rounds 5] [--sessions 100] [--count 40] [--work DIR]
 """
@@ -49,11 +50,15 @@ def main() -> int:
             r = _fresh_ours(cfg, work, sessions, fresh, serve is not None)
             rounds.append(r)
             first, p95 = r.get("first_ms"), (r.get("latency_ms") or {}).get("p95")
-            sys.stderr.write(f"round {n + 1}: first {first} ms, steady p95 {p95} ms\n")
+            start = r.get("start_ms")
+            sys.stderr.write(
+                f"round {n + 1}: ready after {start} ms, first {first} ms, steady p95 {p95} ms\n"
+            )
     finally:
         if serve is not None:
             serve.stop()
     firsts = [r["first_ms"] for r in rounds if r.get("first_ms") is not None]
+    starts = [r["start_ms"] for r in rounds if r.get("start_ms") is not None]
     p95s = [r["latency_ms"]["p95"] for r in rounds if r.get("latency_ms")]
     summary = {
         "pipeline": _bin("pipeline"),
@@ -62,6 +67,8 @@ def main() -> int:
         "first_median_ms": statistics.median(firsts) if firsts else None,
         "first_max_ms": max(firsts) if firsts else None,
         "first_ms": firsts,
+        "start_median_ms": statistics.median(starts) if starts else None,
+        "start_ms": starts,
         "steady_p95_ms": p95s,
         "steady_p95_median_ms": statistics.median(p95s) if p95s else None,
         "notes": notes,
