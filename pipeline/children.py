@@ -138,6 +138,9 @@ class Shared:
     # a worker waits on its own instead of sleeping out its idle timer
     wakes: tuple[Any, ...] = ()
     breadcrumb: Breadcrumb | None = None  # an index worker's: the session it works on
+    # set once the watcher has journaled what changed before the start: index workers warm
+    # sessions only after that, so the changes a start finds are handled first
+    watching: Flag | None = None
 
 
 class _Role(Protocol):
@@ -381,14 +384,19 @@ class _IndexRole:
             quarantine={q.path: q for q in spec.quarantine},
         )
         self.worker.boot()
-        self.worker.plan_warm()
+        self._watching = shared.watching
+        self._planned = False
         self.wake = _Semaphore(shared.wakes[0]) if shared.wakes else None
 
     def loop_once(self, now: float) -> bool:
+        if not self._planned and (self._watching is None or self._watching.is_set()):
+            # the journal holds the start's changes by now, and loop_once reads it first
+            self._planned = True
+            self.worker.plan_warm()
         return self.worker.loop_once(now)
 
     def warm(self) -> bool:
-        return not self.worker.warming()
+        return self._planned and not self.worker.warming()
 
     def statistics(self) -> dict[str, object]:
         return self.worker.statistics()

@@ -17,7 +17,9 @@
         ("ready")            boot done                ("stats", {...})   kept for status
         ("warm")             its start-up work done (the watcher's first reconcile, an index
                              worker's warming): once every child is, the pipeline is ready
-                             (event pipeline.ready; "ready"/"readyAt" in the state file)
+                             (event pipeline.ready; "ready"/"readyAt" in the state file).
+                             Index workers warm only after the watcher's: the changes the
+                             start found go first (the shared flag "watching")
         ("crashed", tb)      traceback for the log    ("boot_failed", tb)
         a child exits after "ready"  ─► worker.crashed (with its traceback) ─► restart after a
             capped, doubling backoff. Index workers and the publisher restart as one group:
@@ -152,6 +154,7 @@ class ProcessSupervisor:
         self.layout = IndexLayout(config.index_dir)
         self.stop_work = Flag(self.ctx.Value("b", 0, lock=False))
         self.stop_publisher = Flag(self.ctx.Value("b", 0, lock=False))
+        self.watching = Flag(self.ctx.Value("b", 0, lock=False))
         self.published = self.ctx.Value("q", -1, lock=False)
         self.wakes = tuple(self.ctx.Semaphore(0) for _ in range(settings.workers))
         self.results: Any = None
@@ -303,6 +306,7 @@ class ProcessSupervisor:
             published=self.published,
             results=self.results if child.group == _INDEX else None,
             wakes=_wakes_of(child, self.wakes),
+            watching=self.watching if child.role == "index" else None,
             breadcrumb=child.breadcrumb,
             alive=child.alive,
         )
@@ -358,6 +362,8 @@ class ProcessSupervisor:
         elif kind == "warm":
             child.warm = True
             self._state_dirty = True
+            if child.role == "watcher":
+                self.watching.set()  # stays set: a restarted watcher resumes from its journal
         elif kind == "stats":
             child.stats = message[1]
         elif kind in ("crashed", "boot_failed", DISK_FULL):

@@ -249,6 +249,37 @@ def test_children_are_forked_by_the_supervisor_which_has_no_other_thread(pi: PiR
             live.kill()
 
 
+def test_once_ready_the_first_append_takes_the_append_path(pi: PiRoot, tmp_path: Path) -> None:
+    """Issue 22 item 11: a run says when it is ready (every process up, the first reconcile
+    journaled, the workers warm); the first append after that is no whole build."""
+    config = pi.write_config()
+    a = pi.session("a", pi_session("sa", 4))
+    catch_up(config)
+    live = start(pi, "--processes", "1")
+    try:
+        state = wait_for(
+            lambda: (s := live.run_state(pi.index)) and s.get("ready") and s, what="ready"
+        )
+        assert state["readyAt"] >= state["startedAt"]
+        assert any(e.get("event") == "pipeline.ready" for e in live.events())
+        append(a, lines_for("sa", 2, start=4, parent="sa-3"))
+        wait_for(lambda: has_term(config, a, "tokensa5"), what="the first append")
+
+        def stats() -> dict[str, object] | None:
+            state = live.run_state(pi.index) or {}
+            (worker,) = [c for c in state.get("children", []) if c["name"] == "index-0"]
+            return worker["stats"] if worker["stats"].get("appends") else None
+
+        counters = wait_for(stats, timeout=20, what="the worker statistics after the append")
+        assert counters["warmed"] == 1 and counters["whole"] == 0
+        wait_for(lambda: idle(config), timeout=20, what="the merge")
+        assert live.stop() == 0
+    finally:
+        if live.process and live.process.poll() is None:
+            live.kill()
+    assert_equals_clean_build(config, tmp_path)
+
+
 def test_a_second_pipeline_is_refused(pi: PiRoot) -> None:
     pi.write_config()
     pi.session("a", pi_session("sa", 2))
