@@ -17,7 +17,7 @@ import psutil
 import pytest
 
 from pipeline.catchup import catch_up
-from pipeline.status import collect_status
+from pipeline.status import collect_status, render_status
 from store.config import Config
 from store.errors import SnapshotMissing
 from store.reader import open_snapshot
@@ -212,8 +212,12 @@ def test_status_reports_positions_lag_and_workers(pi: PiRoot) -> None:
     live = start(pi, "--processes", "2")
     try:
         wait_for(lambda: idle(config), timeout=20, what="the first build")
+        wait_for(lambda: collect_status(config).as_dict()["pipeline"]["ready"], what="ready")
         p = collect_status(config).as_dict()["pipeline"]
         assert p["running"] and p["pid"] == live.pid
+        assert p["readyAt"] is not None
+        text = render_status(collect_status(config)).splitlines()
+        assert any(line.startswith("pipeline ") and ", ready;" in line for line in text)
         assert p["lag"] == {"events": 0, "oldestPendingSeconds": None}
         assert {"watch", "publish"} <= set(p["positions"])
         assert p["positions"]["publish"] == p["journal"]["head"]
