@@ -74,16 +74,19 @@ class IndexOutdated(StoreError):
     """CURRENT names a generation this build cannot read (another record format): a running
     pipeline is deriving it again (``index_upgrading``), or none is (``index_outdated``)."""
 
-    def __init__(self, index_dir: Path | str, detail: str, *, upgrading: bool) -> None:
+    def __init__(
+        self, index_dir: Path | str, detail: str, *, upgrading: bool, message: str | None = None
+    ) -> None:
+        """*message*: as a query server already worded it (``query.transport``)."""
         self.index_dir = str(index_dir)
         self.code = INDEX_UPGRADING if upgrading else INDEX_OUTDATED
         self.detail = detail
-        if upgrading:
+        if message is None and upgrading:
             message = (
                 f"{index_dir}: the index is being derived again after an upgrade ({detail}); "
                 "answers return when the running pipeline publishes it"
             )
-        else:
+        elif message is None:
             message = (
                 f"{index_dir}: the index was written by another sessiondex version ({detail}); "
                 "run `pipeline run --once` (or start `pipeline run`) to derive it again"
