@@ -58,7 +58,7 @@ from pipeline.settings import RunSettings
 from store import jsonio
 from store.atomic import atomic_write, ensure_dir
 from store.config import Config
-from store.errors import StoreLocked, free_bytes
+from store.errors import SchemaVersionError, StoreLocked, free_bytes
 from store.exits import EXIT_BOOT_FAILED, EXIT_OK
 from store.journal import FileJournal
 from store.layout import IndexLayout
@@ -223,11 +223,14 @@ class ProcessSupervisor:
         while True:
             try:
                 with StoreWriter(self.config.index_dir).lock():
-                    FileJournal(
-                        self.layout.journal,
-                        writable=True,
-                        start_at=journal_start(self.config.index_dir),
-                    ).close()
+                    try:
+                        FileJournal(
+                            self.layout.journal,
+                            writable=True,
+                            start_at=journal_start(self.config.index_dir),
+                        ).close()
+                    except SchemaVersionError:
+                        pass  # another build's journal: the upgrade that follows drops it
                 return
             except StoreLocked:
                 if time.monotonic() >= deadline:
