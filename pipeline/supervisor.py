@@ -222,15 +222,16 @@ class ProcessSupervisor:
         deadline = time.monotonic() + _LOCK_WAIT_S
         while True:
             try:
-                with StoreWriter(self.config.index_dir).lock():
-                    try:
-                        FileJournal(
-                            self.layout.journal,
-                            writable=True,
-                            start_at=journal_start(self.config.index_dir),
-                        ).close()
-                    except SchemaVersionError:
-                        pass  # another build's journal: the upgrade that follows drops it
+                # (another build's journal is no obstacle: the upgrade that follows drops it)
+                with (
+                    StoreWriter(self.config.index_dir).lock(),
+                    contextlib.suppress(SchemaVersionError),
+                ):
+                    FileJournal(
+                        self.layout.journal,
+                        writable=True,
+                        start_at=journal_start(self.config.index_dir),
+                    ).close()
                 return
             except StoreLocked:
                 if time.monotonic() >= deadline:

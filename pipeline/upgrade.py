@@ -42,7 +42,15 @@ from store.lexicon import LexiconSegment
 from store.reader import open_snapshot
 from store.upgrading import clear_mark, read_mark, write_mark
 
-__all__ = ["DERIVATION_CHANGED", "FORMAT_CHANGED", "JOURNAL_CHANGED", "Upgrade", "begin", "detect", "finish"]
+__all__ = [
+    "DERIVATION_CHANGED",
+    "FORMAT_CHANGED",
+    "JOURNAL_CHANGED",
+    "Upgrade",
+    "begin",
+    "detect",
+    "finish",
+]
 
 log = structlog.get_logger()
 

@@ -82,7 +82,12 @@ def read_mark(index_dir: Path) -> UpgradeMark | None:
         return None
     if not isinstance(d, dict):
         return None
-    pid, reason, detail, started = d.get("pid"), d.get("reason"), d.get("detail"), d.get("startedAt")
+    pid, reason, detail, started = (
+        d.get("pid"),
+        d.get("reason"),
+        d.get("detail"),
+        d.get("startedAt"),
+    )
     if not (isinstance(pid, int) and isinstance(started, int)):
         return None
     return UpgradeMark(pid, str(reason), str(detail), started)

@@ -22,10 +22,10 @@ import store.checkpoints
 import store.codec
 from pipeline.catchup import catch_up
 from pipeline.cli import main
+from pipeline.engine import policy_of
 from pipeline.forget import Selection, forget
 from pipeline.status import collect_status, render_status
 from pipeline.upgrade import DERIVATION_CHANGED, FORMAT_CHANGED, JOURNAL_CHANGED, detect
-from pipeline.engine import policy_of
 from query.engine import Engine
 from store.errors import INDEX_OUTDATED, INDEX_UPGRADING, IndexOutdated
 from store.exits import EXIT_NO_INDEX, EXIT_OK
