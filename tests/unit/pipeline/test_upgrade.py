@@ -111,6 +111,10 @@ def test_queries_and_status_name_the_state_while_the_old_index_is_unreadable(
     assert status.upgrade is not None and status.upgrade["state"] == "needed"
     assert status.upgrade["reason"] == FORMAT_CHANGED and not status.upgrade["readable"]
     assert "pipeline run --once" in render_status(status)
+    from pipeline.doctor import diagnose
+
+    [index] = [c for c in diagnose(config).checks if c.name == "index"]
+    assert index.level == "fail" and "derive it again" in index.message
     # the CLI: a named error body and exit 4, no traceback
     from query.cli import main as query_main
 
