@@ -113,7 +113,7 @@ def _index(status: Status) -> Check:
             return Check(
                 "index", "warn", f"{what}: pid {upgrade['pid']} is deriving it again", upgrade
             )
-        level = "warn" if upgrade["readable"] else "fail"
+        level: Level = "warn" if upgrade["readable"] else "fail"
         return Check("index", level, f"{what}: run `{upgrade['run']}` to derive it again", upgrade)
     if status.generation is None:
         return Check(
