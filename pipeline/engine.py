@@ -229,7 +229,7 @@ class SessionEngine:
             if (state.mtime_ns, state.ctime_ns) == (last.mtime_ns, event_ctime(last)):
                 self.counters.unchanged += 1
                 return None
-            return self._restamp(path, agent, state, hot, tier)
+            return self._restamp(path, agent, state, hot, tier, last)
         if (
             state is None
             or hot is None
@@ -284,7 +284,7 @@ class SessionEngine:
             self.extra.extend(Drop(k) for k in done.dropped)
             return Upsert(done.state)
         try:
-            data, stamp = read_source(path, self.policy.max_file_bytes)
+            data, stamp = read_source(path, self.policy.max_file_bytes, agent)
         except OversizedFile as exc:
             log.warning("session.oversized", path=path, size=exc.size, limit=exc.limit)
             self.forget(path)
@@ -509,16 +509,27 @@ class SessionEngine:
             self.counters.compactions += 1
 
     def _restamp(
-        self, path: str, agent: str, state: SessionState, hot: HotSession | None, tier: str
+        self,
+        path: str,
+        agent: str,
+        state: SessionState,
+        hot: HotSession | None,
+        tier: str,
+        event: SourceEvent,
     ) -> Change:
-        """Same bytes, new stamp (a touch, a chmod): record the stamp the file has now."""
-        try:
-            st = os.stat(path, follow_symlinks=False)
-        except OSError:
-            return self.whole(path, agent, tier)
-        if (st.st_dev, st.st_ino) != (state.dev, state.inode) or st.st_size < state.size:
-            return self.whole(path, agent, tier)
-        moved = replace(state, mtime_ns=st.st_mtime_ns, ctime_ns=st.st_ctime_ns)
+        """Same bytes, new stamp (a touch, a chmod): record the stamp the file has now (a
+        session inside a database: the stamp the watcher read with the bytes it hashed)."""
+        if adapter(agent).database is not None:
+            ctime = event_ctime(event)
+            moved = replace(state, mtime_ns=event.mtime_ns, ctime_ns=ctime or state.ctime_ns)
+        else:
+            try:
+                st = os.stat(path, follow_symlinks=False)
+            except OSError:
+                return self.whole(path, agent, tier)
+            if (st.st_dev, st.st_ino) != (state.dev, state.inode) or st.st_size < state.size:
+                return self.whole(path, agent, tier)
+            moved = replace(state, mtime_ns=st.st_mtime_ns, ctime_ns=st.st_ctime_ns)
         if self.keeper is not None and state.archive == KEPT:
             self.keeper.restamp(path, moved.stamp)
         if hot is not None:

@@ -25,6 +25,7 @@ import blake3
 
 from query.changes import Batch, Changes
 from store.archive import Archive
+from store.dbsource import DbLayout, member_stamp, read_member, same_stamp, split_member
 from store.errors import CorruptRecord
 from store.records import SessionState
 
@@ -83,6 +84,8 @@ class Freshness:
         self._moved: dict[str, int] = {}
         self._floor = 0
         self._memo: dict[int, tuple[object, int, object]] = {}
+        # agent -> how its sessions are read from a database file (the manifest's sources)
+        self.databases: dict[str, DbLayout] = {}
 
     @property
     def changes(self) -> Changes | None:
@@ -166,6 +169,26 @@ class Freshness:
             self._move(path)
         return o
 
+    def _look_member(self, state: SessionState, layout: DbLayout) -> Observation:
+        """A session inside a database file: its stamp from inside the database, and when
+        that moved, the hash of its rows serialized again (``store.dbsource``)."""
+        where = split_member(state.path)
+        if where is None:
+            return Observation("missing")
+        try:
+            stamp = member_stamp(*where, layout)
+            if stamp is None:
+                return Observation("missing")
+            if same_stamp(stamp, state.stamp):
+                return Observation("fresh", state.source_hash)
+            data, _ = read_member(*where, layout)
+        except FileNotFoundError:
+            return Observation("missing")
+        except OSError:
+            return Observation("unreadable")
+        actual = blake3.blake3(data).hexdigest()
+        return Observation("fresh" if actual == state.source_hash else "changed", actual)
+
     def _kept(self, state: SessionState) -> Observation:
         """A session read from the archive is current while its chain holds exactly the
         bytes it was indexed from (the chain's blake3 is then its source hash): follow
@@ -184,6 +207,9 @@ class Freshness:
 
     def _look(self, state: SessionState, need_hash: bool) -> tuple[Observation, int]:
         """The observation, and the file's link count (0 when it could not be stat-ed)."""
+        layout = self.databases.get(state.agent)
+        if layout is not None:
+            return self._look_member(state, layout), 2  # never trusted on a folder's word
         try:
             st = os.stat(state.path, follow_symlinks=False)
         except FileNotFoundError:
