@@ -32,14 +32,8 @@ from typing import Any, Final
 
 import blake3
 
-from store.dbsource import (
-    DbLayout,
-    DbUnreadable,
-    member_stamp,
-    read_member,
-    same_stamp,
-    split_member,
-)
+from store.dblayout import DbLayout, same_stamp, split_member
+from store.dbsource import DbUnreadable, member_stamp, read_member
 from store.records import SourceEvent
 
 __all__ = ["WINDOW", "Known", "classify", "classify_member", "known_from_event"]

@@ -22,7 +22,8 @@ import orjson
 import structlog
 
 from stages.agents import adapter
-from store.dbsource import MEMBER, DbLayout, DbUnreadable, list_members, member_path, same_stamp
+from store.dblayout import MEMBER, DbLayout, member_path, same_stamp
+from store.dbsource import DbUnreadable, list_members
 from store.files import open_quietly
 from store.reasons import SOURCE_UNAVAILABLE, SOURCE_UNREADABLE
 from store.sources import SourceSpec

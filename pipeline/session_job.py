@@ -49,7 +49,8 @@ from stages.read import read_parsed
 from stages.tier import COLD, HOT
 from store.archive import ARCHIVED, NOT_KEPT, Chain, retired_key, source_of
 from store.archive_writer import ArchiveWriter
-from store.dbsource import read_member, split_member
+from store.dblayout import split_member
+from store.dbsource import read_member
 from store.errors import is_disk_full
 from store.files import open_quietly
 from store.reasons import (

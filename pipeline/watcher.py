@@ -43,7 +43,8 @@ from pipeline.settings import RunSettings
 from stages.agents import adapter
 from store.archive import key_name
 from store.config import Config
-from store.dbsource import MEMBER, DbUnreadable, list_members, member_path, same_stamp
+from store.dblayout import MEMBER, member_path, same_stamp
+from store.dbsource import DbUnreadable, list_members
 from store.errors import CorruptRecord
 from store.journal import Journal
 from store.reasons import SOURCE_UNREADABLE

@@ -25,7 +25,8 @@ import blake3
 
 from query.changes import Batch, Changes
 from store.archive import Archive
-from store.dbsource import DbLayout, member_stamp, read_member, same_stamp, split_member
+from store.dblayout import DbLayout, same_stamp, split_member
+from store.dbsource import member_stamp, read_member
 from store.errors import CorruptRecord
 from store.records import SessionState
 

@@ -34,7 +34,7 @@ from stages.normalized import EntryMemo, NormalizeResult
 from stages.parse import parse
 from stages.policy import Policy
 from stages.source import ParseResult, SourceSession
-from store.dbsource import DbLayout
+from store.dblayout import DbLayout
 from store.sources import ProjectFolder, SessionFiles, SourceSpec
 
 __all__ = ["Adapter", "Normalizer", "Reader", "Tail"]

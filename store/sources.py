@@ -17,7 +17,7 @@ from fnmatch import translate
 from functools import cached_property
 from typing import Final
 
-from store.dbsource import DbLayout
+from store.dblayout import DbLayout
 from store.schema import TUPLE, Wired, nested, nested_tuple, wire, wired
 
 __all__ = [

@@ -10,7 +10,7 @@ from stages.adapter import Adapter
 from stages.opencode.normalize import normalize_opencode
 from stages.opencode.source import AGENT, read_opencode
 from stages.opencode.tools import TOOLS, mcp_parts
-from store.dbsource import DbLayout, DbTable
+from store.dblayout import DbLayout, DbTable
 from store.sources import SessionFiles
 
 __all__ = ["ADAPTER", "DATABASE"]

@@ -35,7 +35,7 @@ from typing import Any, Final
 from stages.drift import Drift
 from stages.source import ParseResult, SourceRecord, SourceSession, parse_reasons
 from stages.titles import Titles
-from store.dbsource import TABLE_KEY, split_member
+from store.dblayout import TABLE_KEY, split_member
 from store.reasons import MALFORMED_LINE, MISSING_SESSION_HEADER
 
 __all__ = ["AGENT", "KNOWN_PARTS", "read_opencode"]
