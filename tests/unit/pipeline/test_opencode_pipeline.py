@@ -1,0 +1,169 @@
+"""OpenCode sessions inside one ``opencode.db`` through the pipeline and the query side: each
+session a member ``<db>#<id>``, found by recall and by its failed shell call, re-indexed alone
+when it gains a message, kept from the archive when the database is deleted, and bound to its
+rows by the same integrity checks as a file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import blake3
+import pytest
+
+from pipeline.catchup import catch_up
+from pipeline.runner import InlineRunner
+from pipeline.settings import RunSettings
+from query.engine import Engine
+from stages.opencode.adapter import DATABASE
+from store.config import Config
+from store.dbsource import read_member
+from store.reader import open_snapshot
+from store.records import SessionState
+from store.writer import StoreWriter
+from tests.helpers import PiRoot
+from tests.opencode_db import OpenCodeDb, text, tool
+
+WORD = "quixotrellis"
+SETTINGS = RunSettings(workers=1, reconcile_s=3600.0)
+
+
+def _db(tmp: Path) -> tuple[Config, OpenCodeDb]:
+    config = PiRoot(tmp).write_config()
+    db = OpenCodeDb(tmp / "opencode" / "opencode.db")
+    db.session("ses_main", "Fix the flaky parser")
+    db.user("ses_main", f"why does the {WORD} parser fail?")
+    db.assistant(
+        "ses_main",
+        text("Running the tests."),
+        tool("bash", {"command": "pytest -x"}, output="1 failed", exit=1, call="c1"),
+        tool("bash", {"command": "rg nomatch src"}, output="", exit=1, call="c2"),
+        tool("read", {"filePath": "/work/proj/parser.py"}, output="def parse(): ...", call="c3"),
+    )
+    db.session("ses_other", "Unrelated chores")
+    db.user("ses_other", "tidy the changelog")
+    db.assistant("ses_other", text("Done."))
+    return config, db
+
+
+def _recall(config: Config, **args: Any) -> dict[str, Any]:
+    with Engine(config) as engine:
+        return engine.recall({"scope": "global", **args}, cwd="/")
+
+
+def _entries(config: Config, text: str) -> list[dict[str, Any]]:
+    """Entry hits for *text*, following a cold (archived) session candidate into it."""
+    out: list[dict[str, Any]] = []
+    with Engine(config) as engine:
+        for h in engine.recall({"scope": "global", "query": text}, cwd="/")["hits"]:
+            if h["kind"] == "session":
+                out += [
+                    x for x in engine.call(h["follow"], cwd="/")["hits"] if x["kind"] == "entry"
+                ]
+            else:
+                out.append(h)
+    return out
+
+
+def _state(config: Config, path: str) -> SessionState:
+    found = open_snapshot(config.index_dir).session(path)
+    assert found is not None
+    return found
+
+
+def _member(db: OpenCodeDb, sid: str) -> str:
+    return f"{db.path}#{sid}"
+
+
+@pytest.mark.parametrize("agent", [None, "opencode"])
+def test_a_planted_term_is_found_at_rank_one(tmp_path: Path, agent: str | None) -> None:
+    config, db = _db(tmp_path)
+    catch_up(config, processes=1)
+    page = _recall(config, query=WORD, **({"agent": agent} if agent else {}))
+    first = page["hits"][0]
+    assert first["sessionId"] == "opencode:ses_main"
+    assert WORD in first["snippet"]
+    assert page["coverage"]["reasons"] == []
+    states = {s.session_id: s for s in open_snapshot(config.index_dir).manifest.sessions}
+    assert states["ses_main"].path == _member(db, "ses_main")
+    assert states["ses_main"].title == "Fix the flaky parser"
+    assert states["ses_main"].cwd == "/work/proj"
+    # no write-ahead log or shared-memory file left beside the database
+    assert sorted(p.name for p in db.path.parent.iterdir()) == ["opencode.db"]
+
+
+def test_a_failed_bash_is_found_by_outcome_and_kind(tmp_path: Path) -> None:
+    config, _ = _db(tmp_path)
+    catch_up(config, processes=1)
+    hits = _recall(config, outcome="failed", kind="shell")["hits"]
+    # pytest exiting 1 failed; rg exiting 1 matched nothing: not a failure
+    assert [(h["tool"], h["snippet"]) for h in hits] == [
+        ("bash", "toolResult(bash) [error]: 1 failed")
+    ]
+    assert hits[0]["family"] == "shell" and hits[0]["isError"] is True
+
+
+def test_a_new_message_reindexes_its_session_alone(tmp_path: Path) -> None:
+    config, db = _db(tmp_path)
+    with InlineRunner(config, SETTINGS) as runner:
+        runner.run_until_idle()
+        other = _state(config, _member(db, "ses_other"))
+        main = _state(config, _member(db, "ses_main"))
+        whole = runner.worker.engine.counters.whole
+        db.user("ses_main", "and the appended zephyrquill question")
+        runner.notice(str(db.path) + "-wal")  # what the observer sees of a WAL write
+        runner.run_until_idle()
+        assert runner.worker.engine.counters.whole == whole + 1
+        assert _state(config, _member(db, "ses_other")) == other  # untouched
+        after = _state(config, _member(db, "ses_main"))
+        assert after.source_hash != main.source_hash
+        assert after.view("active").entry_count == main.view("active").entry_count + 1
+    assert _recall(config, query="zephyrquill")["hits"][0]["sessionId"] == "opencode:ses_main"
+    # a rebuild from scratch gives the very states the live pipeline had
+    live = open_snapshot(config.index_dir).manifest.sessions
+    StoreWriter(config.index_dir).wipe()
+    catch_up(config, processes=1)
+    assert open_snapshot(config.index_dir).manifest.sessions == live
+
+
+def test_a_deleted_database_still_answers_from_the_archive(tmp_path: Path) -> None:
+    config, db = _db(tmp_path)
+    with InlineRunner(config, SETTINGS) as runner:
+        runner.run_until_idle()
+        assert _state(config, _member(db, "ses_main")).archive == "kept"
+        before = _recall(config, query=WORD)["hits"]
+        db.path.unlink()
+        runner.notice(str(db.path))
+        runner.run_until_idle()
+        assert _state(config, _member(db, "ses_main")).archived
+    hits = _entries(config, WORD)
+    assert [h["snippet"] for h in hits] == [h["snippet"] for h in before]
+    assert hits[0]["archived"] is True
+    with Engine(config) as engine:
+        expanded = engine.call(hits[0]["follow"], cwd="/")
+    assert "error" not in expanded and WORD in expanded["entries"][0]["text"]
+
+
+def test_expand_checks_the_rows_against_the_bindings(tmp_path: Path) -> None:
+    config, db = _db(tmp_path)
+    catch_up(config, processes=1)
+    hit = _recall(config, query=WORD)["hits"][0]
+    with Engine(config) as engine:
+        fresh = engine.call(hit["follow"], cwd="/")
+    assert "error" not in fresh and WORD in fresh["entries"][0]["text"]
+    db.user("ses_main", "a later message")  # the rows change, the index does not yet know
+    with Engine(config) as engine:
+        stale = engine.call(hit["follow"], cwd="/")
+    error = stale["error"]
+    assert error["code"] == "stale_pointer", stale
+    # the hash it names is the one of the session's rows as they are now
+    data, _ = read_member(str(db.path), "ses_main", DATABASE)
+    assert (
+        error["actualSourceHash"]
+        == blake3.blake3(data).hexdigest()
+        != hit["follow"]["args"]["expectedSourceHash"]
+    )
+    # the other session's pointers still hold: its rows did not change
+    other = _recall(config, query="changelog")["hits"][0]
+    with Engine(config) as engine:
+        assert "error" not in engine.call(other["follow"], cwd="/")
