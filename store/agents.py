@@ -29,6 +29,7 @@ REGISTERED: Final[tuple[str, ...]] = (
     "copilot",
     "aider",
     "opencode",
+    "goose",
 )
 
 
