@@ -13,7 +13,9 @@ import orjson
 __all__ = ["SCHEMA", "GooseDb", "request", "response"]
 
 SCHEMA = """
-CREATE TABLE schema_version (version INTEGER PRIMARY KEY, applied_at TIMESTAMP DEFAULT CURRENT_TIMESTAMP);
+CREATE TABLE schema_version (
+    version INTEGER PRIMARY KEY, applied_at TIMESTAMP DEFAULT CURRENT_TIMESTAMP
+);
 INSERT INTO schema_version (version) VALUES (5);
 CREATE TABLE sessions (
     id TEXT PRIMARY KEY, name TEXT NOT NULL DEFAULT '', description TEXT NOT NULL DEFAULT '',

@@ -167,3 +167,24 @@ def test_expand_checks_the_rows_against_the_bindings(tmp_path: Path) -> None:
     other = _recall(config, query="changelog")["hits"][0]
     with Engine(config) as engine:
         assert "error" not in engine.call(other["follow"], cwd="/")
+
+
+def test_an_unreadable_database_is_named_and_recovers(tmp_path: Path) -> None:
+    config, db = _db(tmp_path)
+    good = db.path.read_bytes()
+    with InlineRunner(config, SETTINGS) as runner:
+        runner.run_until_idle()
+        kept = open_snapshot(config.index_dir).manifest.sessions
+        db.path.write_bytes(b"\0" * len(good))  # damaged: not a database any more
+        runner.watcher.request_reconcile()
+        runner.run_until_idle()
+        manifest = open_snapshot(config.index_dir).manifest
+        assert [(k.path, k.reason) for k in manifest.skipped] == [
+            (str(db.path), "source_unreadable")
+        ]
+        assert manifest.sessions == kept  # its sessions are not known gone: kept as they were
+        db.path.write_bytes(good)
+        runner.watcher.request_reconcile()
+        runner.run_until_idle()
+        manifest = open_snapshot(config.index_dir).manifest
+        assert manifest.skipped == () and manifest.sessions == kept
