@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.conformance.agents import MCP_SERVER, OpenCodeDriver
+from tests.conformance.agents import MCP_SERVER, Home, OpenCodeDriver
 from tests.conformance.fake_model import FakeModel, Turn
 from tests.conformance.indexed import Indexed, index
 from tests.conformance.produce import Produced, produce
@@ -26,8 +26,8 @@ OPENCODE = ("opencode-ai", "1.18.33")
 OK, ERR = f"{MCP_SERVER}_lookup", f"{MCP_SERVER}_explode"
 
 
-def _steps(home: object) -> list[Step]:
-    notes = f"{getattr(home, 'work')}/notes.txt"
+def _steps(home: Home) -> list[Step]:
+    notes = f"{home.work}/notes.txt"
     first = (
         Turn.tool("read", filePath=notes),
         Turn.tool("bash", command="exit 3", description="fails on purpose"),
