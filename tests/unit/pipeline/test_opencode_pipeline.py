@@ -188,3 +188,21 @@ def test_an_unreadable_database_is_named_and_recovers(tmp_path: Path) -> None:
         runner.run_until_idle()
         manifest = open_snapshot(config.index_dir).manifest
         assert manifest.skipped == () and manifest.sessions == kept
+
+
+def test_the_same_rows_in_a_new_file_are_restamped_not_rebuilt(tmp_path: Path) -> None:
+    config, db = _db(tmp_path)
+    with InlineRunner(config, SETTINGS) as runner:
+        runner.run_until_idle()
+        before = _state(config, _member(db, "ses_main"))
+        counters = runner.worker.engine.counters
+        whole, restamps = counters.whole, counters.restamps
+        copy = db.path.with_name("copy.db")
+        copy.write_bytes(db.path.read_bytes())
+        copy.replace(db.path)  # a backup restored: a new inode, the very same rows
+        runner.notice(str(db.path))
+        runner.run_until_idle()
+        assert (counters.whole, counters.restamps) == (whole, restamps + 2)
+        after = _state(config, _member(db, "ses_main"))
+    assert after.inode != before.inode and after.source_hash == before.source_hash
+    assert after.index_record == before.index_record
