@@ -15,6 +15,7 @@ from pipeline.catchup import catch_up
 from pipeline.runner import InlineRunner
 from pipeline.settings import RunSettings
 from query.engine import Engine
+from query.export import export
 from stages.opencode.adapter import DATABASE
 from store.config import Config
 from store.dbsource import read_member
@@ -206,3 +207,15 @@ def test_the_same_rows_in_a_new_file_are_restamped_not_rebuilt(tmp_path: Path) -
         after = _state(config, _member(db, "ses_main"))
     assert after.inode != before.inode and after.source_hash == before.source_hash
     assert after.index_record == before.index_record
+
+
+def test_export_source_gives_the_rows_serialized(tmp_path: Path) -> None:
+    config, db = _db(tmp_path)
+    catch_up(config, processes=1)
+    with Engine(config) as engine:
+        engine.freshness.archive = None  # no archived copy to fall back on: the rows themselves
+        exported = export(
+            engine.refresh(), _member(db, "ses_main"), fmt="source", branches="active",
+            cwd="/", roots=engine.roots, freshness=engine.freshness,
+        )  # fmt: skip
+    assert exported.data == read_member(str(db.path), "ses_main", DATABASE)[0]
