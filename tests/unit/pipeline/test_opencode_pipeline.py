@@ -219,3 +219,16 @@ def test_export_source_gives_the_rows_serialized(tmp_path: Path) -> None:
             cwd="/", roots=engine.roots, freshness=engine.freshness,
         )  # fmt: skip
     assert exported.data == read_member(str(db.path), "ses_main", DATABASE)[0]
+
+
+def test_a_long_lived_engine_sees_a_session_go_stale(tmp_path: Path) -> None:
+    config, db = _db(tmp_path)
+    catch_up(config, processes=1)
+    with Engine(config) as engine:
+        first = engine.recall({"scope": "global", "query": WORD}, cwd="/")
+        assert first["coverage"]["staleSessions"] == 0
+        again = engine.recall({"scope": "global", "query": WORD}, cwd="/")  # the listing kept
+        assert again["coverage"]["staleSessions"] == 0
+        db.user("ses_main", "a message the index does not hold yet")
+        stale = engine.recall({"scope": "global", "query": WORD}, cwd="/")
+        assert stale["coverage"]["staleSessions"] == 1  # ses_main alone
