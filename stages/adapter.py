@@ -15,7 +15,7 @@ The pipeline and the query side never name an agent: they ask its adapter.
     tools       tools, mcp                   tool name → family; how its MCP names split
     appends     tail                         read the appended lines alone (else: re-derived)
     query side  folders (+ files)            recorded in each manifest (``store.sources``)
-    sidecar     sidecar                      a file beside a session its reader also takes
+    sidecar     sidecar (+ sidecar_value)    a file beside a session its reader also takes
 
     database    database                     sessions kept as rows of one SQLite file
                                              (``store.dbsource``): each is read as a file of
@@ -29,6 +29,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+import orjson
+
 from stages.lineage import Lineage
 from stages.normalized import EntryMemo, NormalizeResult
 from stages.parse import parse
@@ -37,7 +39,7 @@ from stages.source import ParseResult, SourceSession
 from store.dblayout import DbLayout
 from store.sources import ProjectFolder, SessionFiles, SourceSpec
 
-__all__ = ["Adapter", "Normalizer", "Reader", "Tail"]
+__all__ = ["Adapter", "Normalizer", "Reader", "Tail", "json_object"]
 
 
 class Reader(Protocol):
@@ -72,6 +74,15 @@ def _no_sidecar(path: str) -> str | None:
     return None
 
 
+def json_object(data: bytes) -> dict[str, Any] | None:
+    """A sidecar's bytes as the JSON object they hold, or None (not JSON, not an object)."""
+    try:
+        value = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
 @dataclass(frozen=True, slots=True)
 class Adapter:
     """One agent. ``name`` is its name everywhere (``[sources]`` key, ``--agent``, records);
@@ -92,6 +103,8 @@ class Adapter:
     parse_whole: Callable[[bytes], ParseResult] | None = None
     tail: Tail | None = None
     sidecar: Callable[[str], str | None] = _no_sidecar
+    # the sidecar's bytes as the mapping the reader takes (None: as if there were none)
+    sidecar_value: Callable[[bytes], dict[str, Any] | None] = json_object
     # sessions as rows of SQLite files; ``files`` then names its members (``DbLayout.members``)
     database: DbLayout | None = None
 

@@ -74,6 +74,8 @@ def test_gemini_and_qwen_sessions_answer_every_command(tmp_path: Path) -> None:
     (gemini / "session-2025-08-01T10-00-legacy01.json").write_bytes(
         orjson.dumps(legacy, option=orjson.OPT_INDENT_2)
     )
+    # the project's root, as the CLI's ProjectRegistry marks the folder it named
+    (roots["gemini"] / "work" / ".project_root").write_text("/tmp/gx/gwork")
     # the CLI's devtools activity log beside the chats: a session's name, no session
     logs = roots["gemini"] / "work" / "logs"
     logs.mkdir()
@@ -100,6 +102,9 @@ def test_gemini_and_qwen_sessions_answer_every_command(tmp_path: Path) -> None:
     }, status
     assert status["indexed"] == status["eligible"] == 4
     assert "missing_session_header" not in orjson.dumps(status).decode(), status
+    rows = _run(config, "query", "sessions", "--scope", "global", "--agent", "gemini", "--json")
+    cwds = {r["id"]: r["cwd"] for r in rows["sessions"]}
+    assert cwds["gemini:rw-1"] == "/tmp/gx/gwork", rows  # from .project_root
 
     for agent, word in PLANTED.items():
         for scope in ((), ("--agent", agent)):
