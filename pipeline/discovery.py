@@ -5,7 +5,8 @@ even when the writer restores mtime and keeps the size, so an unchanged stamp pr
 bytes the index holds are still the file's bytes without reading it.
 
 An agent whose sessions are rows of SQLite files (``Adapter.database``) has a candidate per
-session inside each database file, ``<db path>#<session id>``, stamped from inside the
+session inside each database file directly in its root (the writer's data folder, whose
+other folders are not walked), ``<db path>#<session id>``, stamped from inside the
 database (``store.dbsource``): its size is not known until it is read, so its stamps are
 compared by ``unchanged``.
 """
@@ -93,15 +94,24 @@ def _walk(root: Path, agent: str, unreadable: list[str]) -> Iterator[Path]:
 
     found = adapter(agent)
     database = found.database
+    if database is not None:
+        # A writer keeps its session database in its data folder itself: that folder also
+        # holds its logs, caches and snapshots (OpenCode's git snapshots), never walked.
+        try:
+            names = sorted(e.name for e in os.scandir(root) if database.holds(e.name))
+        except FileNotFoundError:
+            return
+        except OSError as exc:
+            refused(exc)
+            return
+        yield from (root / name for name in names)
+        return
+    files = found.files
     # os.walk without following symlinks: a link out of the root must never be indexed.
     for dirpath, dirnames, filenames in os.walk(root, onerror=refused, followlinks=False):
         dirnames.sort()
         for name in sorted(filenames):
-            if (
-                database.holds(name)
-                if database is not None
-                else found.files.holds(f"{dirpath}/{name}")
-            ):
+            if files.holds(f"{dirpath}/{name}"):
                 yield Path(dirpath) / name
 
 

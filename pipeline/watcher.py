@@ -391,11 +391,11 @@ class Watcher:
         return sorted(set(out))
 
     def _database_of(self, path: str) -> tuple[str, str] | None:
-        """(database, agent) when *path* is a session database under a root or its
-        write-ahead log (``-wal``; never ``-shm``, which readers write too)."""
+        """(database, agent) when *path* is a session database in a root or its write-ahead
+        log (``-wal``; never ``-shm``, which readers write too)."""
         db = path.removesuffix("-wal")
         for root, agent in self._roots:
-            if db.startswith(root + os.sep):
+            if os.path.dirname(db) == root:
                 layout = adapter(agent).database
                 if layout is not None and layout.holds(os.path.basename(db)):
                     return db, agent
@@ -485,12 +485,14 @@ class Observers:
         if observer is None:
             return
         handler = _Handler(self.watcher)
-        for root in roots.values():
+        for agent, root in roots.items():
             key = str(root)
             if key in self._watched or not root.is_dir():
                 continue
+            # a session database lies in its root itself (``pipeline.discovery``)
+            deep = adapter(agent).database is None
             try:
-                observer.schedule(handler, key, recursive=True)
+                observer.schedule(handler, key, recursive=deep)
             except OSError as exc:  # e.g. inotify watch limit: the reconcile scan still runs
                 log.warning("watch.unavailable", root=key, error=str(exc))
                 continue

@@ -127,3 +127,14 @@ def test_discovery_lists_members_and_names_an_unreadable_database(tmp_path: Path
     assert problems == [
         (str(tmp_path / "opencode" / "opencode-local.db"), "opencode", SOURCE_UNREADABLE)
     ]
+
+
+def test_discovery_looks_for_databases_in_the_root_itself(tmp_path: Path) -> None:
+    root = tmp_path / "opencode"
+    _two(root)
+    _two(root / "snapshot" / "deep")  # a database below the root: not the writer's store
+    (root / "log").mkdir()
+    (root / "log" / "2026.log").write_text("log")
+    found, problems = discover({"opencode": root})
+    assert {c.path.rsplit("#", 1)[0] for c in found} == {str(root / "opencode.db")}
+    assert problems == []
