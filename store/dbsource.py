@@ -23,11 +23,14 @@ listing does not serialize, so it says nothing of size: compare stamps with ``sa
 
 **Read-only, lock-free, no side files.** With a write-ahead log beside the file (a writer has
 the database open in WAL mode) it is opened ``mode=ro``: WAL readers take no lock a writer
-waits on, and the ``-shm`` the writer made is shared. Without one nobody is writing through a
-log, and it is opened ``immutable``: no lock and no ``-wal``/``-shm`` created (a ``mode=ro``
-open of a WAL database would create both and leave them behind). A read that races a writer
-in rollback mode may see a half-made state; its stamp then differs on the next look, and the
-member is read again. Everything is read in one transaction (one snapshot).
+waits on, and the ``-shm`` the writer made is shared. With a rollback ``-journal`` beside it
+(a writer mid-commit in rollback mode, or one that crashed) it is opened ``mode=ro`` too, so
+SQLite sees the journal; that read holds a shared lock for its one transaction. Without
+either nobody is writing, and it is opened ``immutable``: no lock and no ``-wal``/``-shm``
+created (a ``mode=ro`` open of a WAL database would create both and leave them behind). A
+writer that starts during an ``immutable`` read may leave it a half-made state; the stamp then
+differs on the next look and the member is read again. Everything is read in one transaction
+(one snapshot).
 """
 
 from __future__ import annotations
@@ -115,8 +118,9 @@ def read_member(
 def _reading(db: str) -> Iterator[tuple[sqlite3.Connection, os.stat_result]]:
     """One read transaction on *db*, opened as the module docstring says."""
     st = os.stat(db)  # FileNotFoundError: gone
-    wal = os.path.exists(f"{db}-wal")
-    uri = f"file:{quote(db)}?mode=ro" + ("" if wal else "&immutable=1")
+    # a log beside the file: a writer is (or was, and left work to recover) at it
+    live = any(os.path.exists(f"{db}{suffix}") for suffix in ("-wal", "-journal"))
+    uri = f"file:{quote(db)}?mode=ro" + ("" if live else "&immutable=1")
     try:
         conn = sqlite3.connect(uri, uri=True, timeout=_BUSY_MS / 1000, isolation_level=None)
     except sqlite3.Error as exc:
