@@ -18,11 +18,10 @@ from tests.conformance.fake_model import FakeModel, Turn
 from tests.conformance.indexed import Indexed, index
 from tests.conformance.produce import Produced, produce
 from tests.conformance.scenarios import Scenario, Step
-from tests.conformance.toolchain import Toolchain, install
+from tests.conformance.toolchain import Toolchain
 
 pytestmark = pytest.mark.conformance
 
-OPENCODE = ("opencode-ai", "1.18.33")
 OK, ERR = f"{MCP_SERVER}_lookup", f"{MCP_SERVER}_explode"
 
 
@@ -50,8 +49,7 @@ SCENARIO = Scenario("opencode", "shell", _steps, lambda home: [], finals=("FINAL
 def produced(
     toolchain: Toolchain, fake_model: FakeModel, tmp_path_factory: pytest.TempPathFactory
 ) -> Produced:
-    opencode = install(*OPENCODE) / "node_modules" / ".bin" / "opencode"
-    driver = OpenCodeDriver(toolchain, fake_model.url, opencode)
+    driver = OpenCodeDriver(toolchain, fake_model.url, toolchain.opencode)
     return produce(SCENARIO, driver, fake_model, tmp_path_factory.mktemp("opencode"))
 
 
