@@ -6,6 +6,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import orjson
+from hypothesis import given
+from hypothesis import strategies as st
+
 from stages.goose.adapter import DATABASE
 from stages.lineage import lineage
 from stages.normalize import normalize
@@ -98,3 +102,33 @@ def test_subagent_sessions_and_odd_rows(tmp_path: Path) -> None:
     assert UNKNOWN_RECORD_TYPE in session.reasons and ("block:hologram", 1) in session.unknown
     db._write("UPDATE messages SET content_json = 'nope'", ())
     assert MALFORMED_LINE in read(db, "20260101_2").reasons
+
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**53), 2**53) | st.text(max_size=5),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3)
+    ),
+    max_leaves=8,
+)
+CONTENT = JSON | st.fixed_dictionaries(
+    {"type": st.sampled_from(["text", "toolRequest", "toolResponse", "thinking"]) | JSON},
+    optional={"id": JSON, "text": JSON, "thinking": JSON,
+              "toolCall": JSON | st.fixed_dictionaries({"status": JSON, "value": JSON}),
+              "toolResult": JSON | st.fixed_dictionaries({"status": JSON, "value": JSON,
+                                                          "error": JSON})},
+)  # fmt: skip
+SHAPED = st.fixed_dictionaries(
+    {"$table": st.sampled_from(["sessions", "messages"]) | JSON},
+    optional={"id": JSON, "role": JSON, "name": JSON, "user_set_name": JSON,
+              "session_type": JSON, "working_dir": JSON, "created_timestamp": JSON,
+              "metadata_json": JSON, "content_json": JSON | st.lists(CONTENT, max_size=4)},
+)  # fmt: skip
+
+
+@given(st.lists(SHAPED, max_size=8))
+def test_garbage_rows_never_raise(rows: list[dict[str, object]]) -> None:
+    data = b"".join(orjson.dumps(r) + b"\n" for r in rows)
+    session = read_session(data, "/x/sessions.db#20260101_1", "goose")
+    for policy in (Policy(), Policy(index_thinking=True, index_tool_output=False)):
+        entries(session, policy)

@@ -6,6 +6,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import orjson
+from hypothesis import given
+from hypothesis import strategies as st
+
 from stages.agents import adapter
 from stages.lineage import lineage
 from stages.normalize import normalize
@@ -142,3 +146,37 @@ def test_odd_rows_are_named_never_raised(tmp_path: Path) -> None:
         b'{"$table":"message","id":"m","data":{"role":"user"}}\n', "x.db#s", "opencode"
     )
     assert MISSING_SESSION_HEADER in without.reasons and without.session_id == "s"
+
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**53), 2**53) | st.text(max_size=5),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3)
+    ),
+    max_leaves=8,
+)
+STATE = st.fixed_dictionaries(
+    {},
+    optional={"status": st.sampled_from(["completed", "error"]) | JSON, "input": JSON,
+              "output": JSON, "error": JSON, "metadata": JSON},
+)  # fmt: skip
+SHAPED = st.fixed_dictionaries(
+    {"$table": st.sampled_from(["session", "message", "part", "todo"]) | JSON},
+    optional={
+        "id": JSON, "message_id": JSON, "parent_id": JSON, "title": JSON, "directory": JSON,
+        "data": JSON | st.fixed_dictionaries(
+            {}, optional={"role": st.sampled_from(["user", "assistant"]) | JSON,
+                          "type": st.sampled_from(["text", "tool", "reasoning"]) | JSON,
+                          "text": JSON, "tool": JSON, "callID": JSON, "summary": JSON,
+                          "time": JSON, "synthetic": JSON,
+                          "state": JSON | STATE}),
+    },
+)  # fmt: skip
+
+
+@given(st.lists(SHAPED, max_size=8))
+def test_garbage_rows_never_raise(rows: list[dict[str, object]]) -> None:
+    data = b"".join(orjson.dumps(r) + b"\n" for r in rows)
+    session = read_session(data, "/x/opencode.db#ses_1", "opencode")
+    for policy in (Policy(), Policy(index_thinking=True, index_tool_output=False)):
+        entries(session, policy)
