@@ -33,7 +33,7 @@ from typing import Any, Final
 import blake3
 
 from store.dblayout import DbLayout, same_stamp, split_member
-from store.dbsource import DbUnreadable, member_stamp, read_member
+from store.dbsource import DbUnreadable, MemberTooLarge, member_stamp, read_member
 from store.records import SourceEvent
 
 __all__ = ["WINDOW", "Known", "classify", "classify_member", "known_from_event"]
@@ -140,7 +140,7 @@ def classify_member(
     dev, ino, _, mtime_ns, signature = stamp
     try:
         data, stamp = read_member(*where, layout, limit)
-    except OverflowError:
+    except MemberTooLarge:
         # not hashed: the worker will not read it either (``oversized_file``)
         after = Known(agent, dev, ino, (limit or 0) + 1, mtime_ns, signature, None)
         return _event("rewrite", path, after, 0, now_ns), after

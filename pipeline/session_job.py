@@ -50,7 +50,7 @@ from stages.tier import COLD, HOT
 from store.archive import ARCHIVED, NOT_KEPT, Chain, retired_key, source_of
 from store.archive_writer import ArchiveWriter
 from store.dblayout import split_member
-from store.dbsource import read_member
+from store.dbsource import MemberTooLarge, read_member
 from store.errors import is_disk_full
 from store.files import open_quietly
 from store.reasons import (
@@ -141,8 +141,8 @@ def read_source(path: str, limit: int | None = None, agent: str = "") -> tuple[b
             raise FileNotFoundError(path)
         try:
             return read_member(*where, layout, limit)
-        except OverflowError as exc:
-            raise OversizedFile(path, exc.args[0] if exc.args else -1, limit or 0) from exc
+        except MemberTooLarge as exc:
+            raise OversizedFile(path, exc.size, limit or 0) from exc
     fd = open_quietly(path, getattr(os, "O_NOFOLLOW", 0))
     try:
         st = os.fstat(fd)

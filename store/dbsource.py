@@ -47,7 +47,14 @@ import orjson
 
 from store.dblayout import TABLE_KEY, DbLayout, DbTable, Stamp, member_path, split_member
 
-__all__ = ["DbUnreadable", "layouts_of", "list_members", "member_stamp", "read_member"]
+__all__ = [
+    "DbUnreadable",
+    "MemberTooLarge",
+    "layouts_of",
+    "list_members",
+    "member_stamp",
+    "read_member",
+]
 
 _BUSY_MS: Final = 2000
 _SIGNATURE_BITS: Final = 62
@@ -56,6 +63,15 @@ _SIGNATURE_BITS: Final = 62
 class DbUnreadable(OSError):
     """A session database that cannot be opened or read (not SQLite, damaged, a schema
     without the layout's tables): its sessions are unavailable, not gone."""
+
+
+class MemberTooLarge(Exception):
+    """A session whose serialized rows pass the size limit (``maxFileBytes``): it is not
+    read further, as a session file that large is not read at all."""
+
+    def __init__(self, size: int) -> None:
+        super().__init__(f"more than {size} bytes")
+        self.size = size
 
 
 def list_members(db: str, layout: DbLayout) -> dict[str, Stamp]:
@@ -88,7 +104,7 @@ def read_member(
     db: str, session_id: str, layout: DbLayout, limit: int | None = None
 ) -> tuple[bytes, Stamp]:
     """The member's canonical bytes and its stamp, read in one snapshot. Raises
-    ``FileNotFoundError`` when *db* or the session is gone; ``OverflowError`` when the bytes
+    ``FileNotFoundError`` when *db* or the session is gone; ``MemberTooLarge`` when the bytes
     pass *limit* (no more is serialized)."""
     with _reading(db) as (conn, st):
         out = bytearray()
@@ -104,7 +120,7 @@ def read_member(
             for row in cursor:
                 out += _line(table, names, row)
                 if limit is not None and len(out) > limit:
-                    raise OverflowError(len(out))
+                    raise MemberTooLarge(len(out))
         stamp = _member_stamp(conn, st, session_id, layout, len(out))
     if stamp is None:
         raise FileNotFoundError(member_path(db, session_id))

@@ -17,7 +17,7 @@ from pipeline.settings import RunSettings
 from query.engine import Engine
 from query.export import export
 from stages.opencode.adapter import DATABASE
-from store.config import Config
+from store.config import Config, load_config
 from store.dbsource import read_member
 from store.reader import open_snapshot
 from store.records import SessionState
@@ -232,3 +232,21 @@ def test_a_long_lived_engine_sees_a_session_go_stale(tmp_path: Path) -> None:
         db.user("ses_main", "a message the index does not hold yet")
         stale = engine.recall({"scope": "global", "query": WORD}, cwd="/")
         assert stale["coverage"]["staleSessions"] == 1  # ses_main alone
+
+
+def test_a_session_past_max_file_bytes_is_skipped_alone(tmp_path: Path) -> None:
+    config, db = _db(tmp_path)
+    db.assistant("ses_main", text("long output " * 100_000))  # 1.2 MB of rows
+    cap = 1 << 20  # the smallest cap a config takes
+    assert len(read_member(str(db.path), "ses_other", DATABASE)[0]) < cap
+    assert len(read_member(str(db.path), "ses_main", DATABASE)[0]) > cap
+    path = tmp_path / "config.toml"  # PiRoot's, with the cap added as a user would
+    lines = path.read_text().splitlines()
+    lines.insert(lines.index("[sources]") + 1, f"maxFileBytes = {cap}")
+    path.write_text("\n".join(lines) + "\n")
+    catch_up(load_config(path), processes=1)
+    manifest = open_snapshot(config.index_dir).manifest
+    assert [s.session_id for s in manifest.sessions] == ["ses_other"]
+    assert [(k.path, k.reason) for k in manifest.skipped] == [
+        (_member(db, "ses_main"), "oversized_file")
+    ]

@@ -12,7 +12,7 @@ import pytest
 from pipeline.discovery import discover
 from stages.opencode.adapter import DATABASE
 from store.dblayout import DbLayout, DbTable, member_path, same_stamp, split_member
-from store.dbsource import DbUnreadable, list_members, member_stamp, read_member
+from store.dbsource import DbUnreadable, MemberTooLarge, list_members, member_stamp, read_member
 from store.reasons import SOURCE_UNREADABLE
 from tests.opencode_db import OpenCodeDb, text, tool
 
@@ -95,7 +95,7 @@ def test_errors_are_clear(tmp_path: Path) -> None:
     with pytest.raises(FileNotFoundError):
         read_member(str(db.path), "ses_gone", DATABASE)
     assert member_stamp(str(db.path), "ses_gone", DATABASE) is None
-    with pytest.raises(OverflowError):
+    with pytest.raises(MemberTooLarge):
         read_member(str(db.path), "ses_a", DATABASE, limit=100)
     with pytest.raises(FileNotFoundError):
         list_members(str(tmp_path / "absent.db"), DATABASE)
