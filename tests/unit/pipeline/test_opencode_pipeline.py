@@ -250,3 +250,15 @@ def test_a_session_past_max_file_bytes_is_skipped_alone(tmp_path: Path) -> None:
     assert [(k.path, k.reason) for k in manifest.skipped] == [
         (_member(db, "ses_main"), "oversized_file")
     ]
+
+
+def test_a_session_the_index_has_not_seen_makes_a_global_answer_incomplete(
+    tmp_path: Path,
+) -> None:
+    config, db = _db(tmp_path)
+    catch_up(config, processes=1)
+    assert _recall(config, query=WORD)["coverage"]["complete"] is True
+    db.session("ses_new", "Started after the last run")
+    db.user("ses_new", "brand new question")
+    coverage = _recall(config, query=WORD)["coverage"]
+    assert coverage["complete"] is False and coverage["staleSessions"] == 1, coverage
