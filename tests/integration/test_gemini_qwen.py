@@ -11,9 +11,6 @@ a retracted turn is searchable only with ``--branches all``.
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +18,7 @@ import orjson
 import pytest
 
 from store.agents import agent_names
+from tests.helpers import run_module
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "tests" / "data"
@@ -31,13 +29,7 @@ pytestmark = pytest.mark.integration
 
 
 def _run(config: Path, *argv: str) -> Any:
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONDONTWRITEBYTECODE": "1"}
-    done = subprocess.run(
-        [sys.executable, "-m", *argv, "--config", str(config)],
-        capture_output=True, env=env, cwd=ROOT, timeout=300,
-    )  # fmt: skip
-    assert done.returncode == 0, (argv, done.stdout[-2000:], done.stderr[-4000:])
-    return orjson.loads(done.stdout) if "--json" in argv else done.stdout
+    return run_module(*argv, "--config", str(config))
 
 
 def _lines(*values: dict[str, Any]) -> bytes:
