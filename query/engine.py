@@ -39,9 +39,11 @@ from query.search import Budgets
 from query.sessions import sessions as run_sessions
 from store.archive import Archive
 from store.config import Config
-from store.errors import SnapshotMissing
+from store.dbsource import layouts_of
+from store.errors import SchemaVersionError, SnapshotMissing
 from store.layout import IndexLayout
 from store.reader import open_snapshot, read_current
+from store.upgrading import outdated
 
 __all__ = ["ACTIONS", "Engine"]
 
@@ -93,7 +95,8 @@ class Engine:
     def refresh(self) -> Generation:
         """The current generation, reloaded only when CURRENT moved.
 
-        Raises SnapshotMissing when nothing has been indexed yet.
+        Raises SnapshotMissing when nothing has been indexed yet, IndexOutdated when CURRENT
+        is another format (``index_upgrading`` / ``index_outdated``).
         """
         with self._lock:
             self._follow()
@@ -103,10 +106,15 @@ class Engine:
             # The file's identity tells a rebuilt index (numbered from 1 again) from the one
             # loaded.
             if self._generation is None or self._loaded != current:
-                self._generation = Generation(
-                    open_snapshot(self.config.index_dir), previous=self._generation
-                )
+                try:
+                    snapshot = open_snapshot(self.config.index_dir)
+                except SchemaVersionError as exc:
+                    # another sessiondex version's index: named, with what to run (or that a
+                    # running pipeline is deriving it again), never a traceback
+                    raise outdated(self.config.index_dir, exc) from exc
+                self._generation = Generation(snapshot, previous=self._generation)
                 self._loaded = current
+                self.freshness.databases = layouts_of(self._generation.manifest.sources)
             return self._generation
 
     def _current(self) -> tuple[int, int, int] | None:
@@ -214,7 +222,9 @@ class Engine:
             self.changes.close()
             self.changes = None
             self._current_seen = None
+            databases = self.freshness.databases
             self.freshness = Freshness(archive=self.archive)
+            self.freshness.databases = databases
             self.listings = Listings()
 
     def __enter__(self) -> Engine:

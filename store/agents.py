@@ -28,6 +28,9 @@ REGISTERED: Final[tuple[str, ...]] = (
     "qwen",
     "copilot",
     "aider",
+    "cursor",
+    "opencode",
+    "goose",
 )
 
 
