@@ -249,7 +249,11 @@ def session_term_stats_over(
 
 # Bucket of every count below 2**16: one lookup per term.
 _WIDTH: Final = 1 << 16
-_TABLE: Final = bytes(min(n, 255).bit_length() for n in range(_WIDTH))
+# (built from its first 256 entries: every count from 255 on is in the top bucket; a
+# generator over all 65,536 cost each process ~8 ms at import)
+_TABLE: Final = bytes(n.bit_length() for n in range(255)) + bytes([(255).bit_length()]) * (
+    _WIDTH - 255
+)
 _CAPPED: Final = (255).bit_length()
 
 
