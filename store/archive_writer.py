@@ -57,8 +57,9 @@ __all__ = ["ARCHIVED", "KEPT", "NOT_KEPT", "ArchiveWriter"]
 
 log = structlog.get_logger()
 
-# zstd level 3: session JSONL compresses ~6-10x at a few hundred MB/s (ops/bench: archive).
-_LEVEL: Final = 3
+# zstd level 1: session JSONL compresses ~5-9x (level 3: ~10 % smaller) at ~40 % less CPU
+# than level 3, which was ~4 % of a whole build's CPU (ops/bench: archive, --base).
+_LEVEL: Final = 1
 # A chain written whole is one segment no append folds into.
 _WHOLE_LEVEL: Final = 1 << 16
 # How long a usage total is trusted before the folder is measured again (other processes
@@ -102,25 +103,25 @@ class ArchiveWriter:
     @contextlib.contextmanager
     def batch(self) -> Iterator[None]:
         """Chains kept inside are made durable together when the block ends: every segment
-        (fsynced concurrently, then renamed), then every HEAD naming them (likewise), the
-        folders synced, then the segments they replaced deleted; a crash leaves each chain as
-        it was or as it became. When the block raises, nothing new appears. Not reentrant."""
+        and HEAD fsynced (concurrently, in one round), then renamed in the order they were
+        written (a chain's segments before the HEAD naming them), the folders synced, then
+        the segments they replaced deleted; a crash leaves each chain as it was or as it
+        became. When the block raises, nothing new appears. Not reentrant."""
         if self._batch is not None:
             raise RuntimeError("an archive batch is already open")
         batch = self._batch = _Batch()
         try:
             yield
-            # Every segment is renamed before any HEAD naming it, in the same folder, and one
-            # fsync of the folder after both makes them durable together: a journaling file
-            # system commits a folder's renames in the order they were made.
-            batch.segments.commit()
-            batch.heads.commit()
+            # Every file's bytes are durable before any rename; every segment is renamed
+            # before any HEAD naming it, in the same folder, and one fsync of the folder after
+            # both makes them durable together: a journaling file system commits a folder's
+            # renames in the order they were made.
+            batch.files.commit()
             _sync_dirs(batch.folders)
             for folder, names in batch.drops:
                 self._drop_segments(folder, names)
         finally:
-            batch.segments.abandon()
-            batch.heads.abandon()
+            batch.files.abandon()
             self._batch = None
 
     # -- keeping ----------------------------------------------------------------------------
@@ -366,7 +367,7 @@ class ArchiveWriter:
             if (folder, segment.name) in batch.raw:
                 return
             batch.raw[(folder, segment.name)] = raw  # a fold in this batch may read it
-            batch.segments.write(path, frame)
+            batch.files.write(path, frame)
             batch.folders.add(folder)
         elif path.exists():
             return  # named by its content: the same bytes are there already
@@ -396,7 +397,7 @@ class ArchiveWriter:
         data = replace(chain, updated_ns=self.now_ns()).encode()
         folder = self._folder(chain.key)
         if self._batch is not None:
-            self._batch.heads.write(folder / HEAD, data)
+            self._batch.files.write(folder / HEAD, data)
             self._batch.folders.add(folder)
         else:
             atomic_write(folder / HEAD, data)
@@ -417,8 +418,8 @@ class _Batch:
     """What a batch holds until it commits."""
 
     def __init__(self) -> None:
-        self.segments = DurableBatch()
-        self.heads = DurableBatch()
+        # segments and HEADs in the order they were written (``DurableBatch`` renames so)
+        self.files = DurableBatch()
         self.folders: set[Path] = set()
         self.raw: dict[tuple[Path, str], bytes] = {}
         self.drops: list[tuple[Path, set[str]]] = []

@@ -83,8 +83,9 @@ class DurableBatch:
     """Many ``atomic_write``s made durable and visible together.
 
     ``write`` puts each file's bytes in a temp file beside it (0600, not yet synced);
-    ``commit`` fsyncs every temp file and only then renames each over its path, so every file
-    still goes temp, fsync, replace, and a reader or a crash sees old bytes or new ones. The
+    ``commit`` fsyncs every temp file and only then renames each over its path, in the order
+    they were written, so every file still goes temp, fsync, replace, and a reader or a crash
+    sees old bytes or new ones. The
     fsyncs run concurrently: a journaling filesystem makes them durable in one commit where
     one after another costs a commit each (on the size-S bench, ~0.85 s of a 4.8 s build).
     ``abandon`` (or a failed ``commit``) deletes the temp files that were not renamed.
