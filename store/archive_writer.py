@@ -26,7 +26,6 @@ import shutil
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Final
@@ -50,7 +49,7 @@ from store.archive import (
     encode_tombstones,
     path_hash,
 )
-from store.atomic import FILE_MODE, DurableBatch, atomic_write, ensure_dir, fsync_dir
+from store.atomic import FILE_MODE, DurableBatch, atomic_write, ensure_dir, fsync_all, fsync_dir
 from store.errors import CorruptRecord
 
 __all__ = ["ARCHIVED", "KEPT", "NOT_KEPT", "ArchiveWriter"]
@@ -67,7 +66,6 @@ _WHOLE_LEVEL: Final = 1 << 16
 _USAGE_TTL_S: Final = 30.0
 # Files a crash left behind are collected only once this old (a writer may be mid-way).
 _ORPHAN_AGE_S: Final = 3600.0
-_SYNC_THREADS: Final = 8
 
 
 class _Compressors(threading.local):
@@ -427,12 +425,7 @@ class _Batch:
 
 def _sync_dirs(folders: set[Path]) -> None:
     """fsync each folder, several at once (a journaling file system folds them together)."""
-    if len(folders) <= 1:
-        for folder in folders:
-            fsync_dir(folder)
-        return
-    with ThreadPoolExecutor(min(len(folders), _SYNC_THREADS)) as pool:
-        list(pool.map(fsync_dir, sorted(folders)))
+    fsync_all(fsync_dir, sorted(folders))
 
 
 def _subdirs(folder: Path) -> list[Path]:

@@ -24,7 +24,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Final
 
-from store.atomic import FILE_MODE, DurableBatch, atomic_write, ensure_dir, fsync_dir
+from store.atomic import FILE_MODE, DurableBatch, atomic_write, ensure_dir, fsync_all, fsync_dir
 from store.codec import decode, encode, kind_of
 from store.errors import CorruptRecord, GenerationConflict, NotAnIndex, StoreLocked
 from store.files import read_quietly
@@ -172,8 +172,7 @@ class StoreWriter:
             added = self._check_records(current, names)
             # Records may come from other processes' put(): make their renames durable before
             # the manifest naming them can be.
-            for folder in sorted({self.layout.record_dir(n) for n in added}):
-                fsync_dir(folder)
+            fsync_all(fsync_dir, sorted({self.layout.record_dir(n) for n in added}))
             if added:
                 fsync_dir(self.layout.records)
             path = self.layout.manifest_path(manifest.generation)
