@@ -99,15 +99,19 @@ class ArchiveWriter:
         self._batch: _Batch | None = None
 
     @contextlib.contextmanager
-    def batch(self) -> Iterator[None]:
+    def batch(self, files: DurableBatch | None = None) -> Iterator[None]:
         """Chains kept inside are made durable together when the block ends: every segment
         and HEAD fsynced (concurrently, in one round), then renamed in the order they were
         written (a chain's segments before the HEAD naming them), the folders synced, then
         the segments they replaced deleted; a crash leaves each chain as it was or as it
-        became. When the block raises, nothing new appears. Not reentrant."""
+        became. When the block raises, nothing new appears. Not reentrant.
+
+        *files*: an open batch of other files (a ``StoreWriter.batch``'s records) the
+        archive's join, so one round of fsyncs makes both durable; it is committed (and on
+        an error abandoned) here, with everything written to it so far."""
         if self._batch is not None:
             raise RuntimeError("an archive batch is already open")
-        batch = self._batch = _Batch()
+        batch = self._batch = _Batch(files)
         try:
             yield
             # Every file's bytes are durable before any rename; every segment is renamed
@@ -415,9 +419,9 @@ class ArchiveWriter:
 class _Batch:
     """What a batch holds until it commits."""
 
-    def __init__(self) -> None:
+    def __init__(self, files: DurableBatch | None) -> None:
         # segments and HEADs in the order they were written (``DurableBatch`` renames so)
-        self.files = DurableBatch()
+        self.files = DurableBatch() if files is None else files
         self.folders: set[Path] = set()
         self.raw: dict[tuple[Path, str], bytes] = {}
         self.drops: list[tuple[Path, set[str]]] = []

@@ -128,14 +128,15 @@ class StoreWriter:
         return name, len(data)
 
     @contextlib.contextmanager
-    def batch(self) -> Iterator[None]:
+    def batch(self) -> Iterator[DurableBatch]:
         """Records put inside are made durable together and appear when the block ends
-        (``DurableBatch``); when it raises, none of them does. Not reentrant."""
+        (``DurableBatch``, which it gives: other files may join it, as the archive's do);
+        when it raises, none of them does. Not reentrant."""
         if self._batch is not None:
             raise RuntimeError("a batch is already open")
         self._batch = DurableBatch()
         try:
-            yield
+            yield self._batch
             self._batch.commit()
         finally:
             self._batch.abandon()
