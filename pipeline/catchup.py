@@ -10,6 +10,10 @@
     publisher: one generation, its lexicon complete (missing buckets built in the pool)
         ─► publish checkpoint ─► collect garbage
 
+An index another format or derivation wrote is derived again first (pipeline.upgrade): the
+run is marked, and its one generation is published only when all of it is built (no partial
+publish over the maxSync budgets), so a reader never sees a half-upgraded index.
+
 So a backfill is a replay: the same watcher, journal, worker and publisher as `pipeline run`,
 and the index it publishes is byte for byte the one the always-on pipeline converges to
 (tests/unit/pipeline/test_one_write_path.py).
@@ -25,18 +29,20 @@ from pathlib import Path
 
 import structlog
 
-from pipeline.engine import DELETE, FORGET, Drop, Skip
+from pipeline.engine import DELETE, FORGET, Drop, Skip, policy_of
 from pipeline.pool import WorkerPool
 from pipeline.runner import InlineRunner, Mailbox
 from pipeline.session_job import Job, JobResult
 from pipeline.settings import RunSettings
+from pipeline.upgrade import Upgrade, begin, detect, finish
 from pipeline.workers import WorkerBatch
 from store.config import Config
-from store.errors import DiskFull, SnapshotMissing
+from store.errors import DiskFull, SchemaVersionError, SnapshotMissing
 from store.journal import Journal
 from store.reader import open_snapshot
 from store.reasons import DISK_FULL, MAX_SYNC_SESSIONS, MAX_SYNC_SOURCE_BYTES
 from store.records import SessionState
+from store.writer import StoreWriter
 
 __all__ = ["RunReport", "catch_up", "tty_progress"]
 
@@ -64,6 +70,8 @@ class RunReport:
     generations: list[int] = field(default_factory=list)
     errors: list[tuple[str, str]] = field(default_factory=list)
     seconds: float = 0.0
+    # why the whole index was derived again (pipeline.upgrade), or None
+    upgrade: Upgrade | None = None
 
     def as_dict(self) -> dict[str, object]:
         return {
@@ -78,6 +86,9 @@ class RunReport:
             "bytesWritten": self.bytes_written,
             "generations": list(self.generations),
             "seconds": round(self.seconds, 3),
+            "upgrade": None
+            if self.upgrade is None
+            else {"reason": self.upgrade.reason, "detail": self.upgrade.detail},
         }
 
 
@@ -126,7 +137,7 @@ class _Builds:
 def _previous(index_dir: Path) -> dict[str, SessionState]:
     try:
         return {s.path: s for s in open_snapshot(index_dir).manifest.sessions}
-    except SnapshotMissing:
+    except (SnapshotMissing, SchemaVersionError):
         return {}
 
 
@@ -145,6 +156,11 @@ def catch_up(
     started = time.perf_counter()
     report = RunReport()
     log.info("index.started", index_dir=str(config.index_dir))
+    upgrade = detect(config.index_dir, policy_of(config).fingerprint())
+    report.upgrade = upgrade
+    if upgrade is not None:
+        with StoreWriter(config.index_dir).lock():
+            begin(config.index_dir, upgrade)
     before = _previous(config.index_dir)
     # The backlog in batches within the maxSync budgets (each batch's whole builds go to the
     # pool together); no backpressure, and no publish but one per batch.
@@ -178,7 +194,7 @@ def catch_up(
                 while worker.loop_once(clock()):
                     batch, handled = worker.events - handled, worker.events
                     pending = _pending(runner.journal, worker.position) if batch else []
-                    if pending:
+                    if pending and upgrade is None:
                         # over budget: publish what is done, name what is not
                         reason = (
                             MAX_SYNC_SESSIONS
@@ -211,6 +227,8 @@ def catch_up(
     report.bytes_written += sum(runner.written().values())
     if generation is not None:
         report.generations.append(generation)
+    if upgrade is not None:
+        finish(config.index_dir, generation)
     report.seconds = time.perf_counter() - started
     log.info("index.done", **report.as_dict())
     return report

@@ -13,8 +13,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 from stages.agents import adapter
 from store.files import open_quietly
 from store.reasons import SOURCE_UNAVAILABLE, SOURCE_UNREADABLE
@@ -119,9 +117,10 @@ def under(folders: Iterable[str], path: str) -> bool:
 
 def subagent_meta(path: str, agent: str) -> dict[str, Any] | None:
     """The sidecar the agent's adapter reads beside *path* (a Claude Code subagent
-    transcript's ``.meta.json``) as an object, or None when the file has none (or it is
-    unreadable, too large or not a JSON object: a sidecar only adds facts such as the
-    spawning tool call's id to the session's entries, never hides them)."""
+    transcript's ``.meta.json``, a Gemini CLI project's ``.project_root``) as the adapter's
+    ``sidecar_value`` makes it, or None when the file has none (or it is unreadable, too large
+    or not what the adapter takes: a sidecar only adds facts such as the spawning tool call's
+    id or the cwd to the session, never hides its entries)."""
     where = adapter(agent).sidecar(path)
     if where is None:
         return None
@@ -137,8 +136,4 @@ def subagent_meta(path: str, agent: str) -> dict[str, Any] | None:
         os.close(fd)
     if len(data) > _META_MAX_BYTES:
         return None
-    try:
-        value = orjson.loads(data)
-    except orjson.JSONDecodeError:
-        return None
-    return value if isinstance(value, dict) else None
+    return adapter(agent).sidecar_value(data)

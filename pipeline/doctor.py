@@ -105,6 +105,16 @@ def _sources(config: Config) -> Check:
 
 
 def _index(status: Status) -> Check:
+    upgrade = status.upgrade
+    if upgrade is not None:
+        # another sessiondex version's (or derivation's) index: derived again by `pipeline run`
+        what = f"{status.index_dir} is another version's ({upgrade['reason']}: {upgrade['detail']})"
+        if upgrade["state"] == "upgrading":
+            return Check(
+                "index", "warn", f"{what}: pid {upgrade['pid']} is deriving it again", upgrade
+            )
+        level: Level = "warn" if upgrade["readable"] else "fail"
+        return Check("index", level, f"{what}: run `{upgrade['run']}` to derive it again", upgrade)
     if status.generation is None:
         return Check(
             "index",

@@ -26,7 +26,7 @@ import blake3
 import structlog
 
 from store.codec import decode
-from store.errors import CorruptRecord
+from store.errors import CorruptRecord, SchemaVersionError
 from store.lexicon import DigestVocabulary, LexiconSegment, encode_lexicon
 from store.records import ColdDigest, SessionState
 from store.writer import StoreWriter
@@ -107,7 +107,7 @@ class LexiconKeeper:
         if found is None:
             try:
                 segment_file = LexiconSegment(self.writer.layout.record_path(segment))
-            except (OSError, CorruptRecord) as exc:
+            except (OSError, CorruptRecord, SchemaVersionError) as exc:
                 log.warning("lexicon.unreadable", segment=segment, error=str(exc))
                 return None
             found = self._digests[segment] = segment_file.digests

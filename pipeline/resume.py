@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Final
 
 from store.checkpoints import CheckpointStore
-from store.errors import SnapshotMissing
+from store.errors import SchemaVersionError, SnapshotMissing
 from store.journal import Journal
 from store.layout import IndexLayout
 from store.reader import open_snapshot
@@ -23,10 +23,11 @@ PUBLISH_STAGE: Final = "publish"
 
 
 def usable_manifest(index_dir: Path, policy: str) -> Manifest | None:
-    """CURRENT's manifest if it was built under *policy*, else None."""
+    """CURRENT's manifest if it was built under *policy* (and in this record format), else
+    None: then everything is built again (pipeline.upgrade)."""
     try:
         manifest = open_snapshot(index_dir).manifest
-    except SnapshotMissing:
+    except (SnapshotMissing, SchemaVersionError):
         return None
     return manifest if manifest.policy == policy else None
 
@@ -41,6 +42,10 @@ def resume_after(index_dir: Path, journal: Journal) -> int:
 
 def journal_start(index_dir: Path) -> int:
     """Where positions begin if the journal folder is empty: after every checkpoint, so a
-    lost journal never reuses a position a stage has already passed."""
-    checkpoints = CheckpointStore(IndexLayout(Path(index_dir)).checkpoints).all()
+    lost journal never reuses a position a stage has already passed. Checkpoints another
+    format wrote count for nothing: the upgrade that finds them drops them with the journal."""
+    try:
+        checkpoints = CheckpointStore(IndexLayout(Path(index_dir)).checkpoints).all()
+    except SchemaVersionError:
+        return 0
     return max((c.position for c in checkpoints.values()), default=-1) + 1

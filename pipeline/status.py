@@ -6,6 +6,11 @@ whose records carry coverage reasons is *incomplete* (named, with its reasons). 
 an adapter does not know are listed per agent and writer version (``unknownRecordTypes``), so a
 writer update that changes the format shows here instead of passing silently.
 
+The ``upgrade`` section says when the published index is another format or derivation than
+this build's (pipeline.upgrade): ``upgrading`` while a pipeline derives it again (queries
+answer ``index_upgrading`` if they cannot read the old one), ``needed`` when none does (then
+they answer ``index_outdated``, and `pipeline run --once` or `pipeline run` derives it).
+
 The ``pipeline`` section is the always-on pipeline's health, read from disk so it works
 whether or not `pipeline run` is running: the journal head and every stage's checkpoint, the
 lag (events journaled but not yet published, and how long the oldest has waited), and what
@@ -24,15 +29,17 @@ from typing import Any
 from pipeline.discovery import discover
 from pipeline.keepout import KeepOut
 from pipeline.resume import PUBLISH_STAGE
+from pipeline.upgrade import FORMAT_CHANGED, detect
 from store.archive import KEPT, NOT_KEPT, Archive
 from store.checkpoints import CheckpointStore
 from store.config import Config
-from store.errors import SnapshotMissing, StoreError, free_bytes
+from store.errors import SchemaVersionError, SnapshotMissing, StoreError, free_bytes
 from store.journal import FileJournal
 from store.layout import IndexLayout
 from store.reader import open_snapshot
 from store.reasons import DISK_FULL, MAX_ENTRY_CHARS, READ_NOTES
 from store.records import SessionEntries
+from store.upgrading import read_mark
 
 __all__ = ["Status", "collect_status", "render_status"]
 
@@ -75,6 +82,8 @@ class Status:
     # sessions whose source is gone, read from the archive (not stale: nothing to be behind)
     archived: int = 0
     archive: dict[str, Any] = field(default_factory=dict)
+    # the index is (being) derived again after an upgrade; None when it is this build's
+    upgrade: dict[str, Any] | None = None
 
     def as_dict(self) -> dict[str, Any]:
         def ratio(a: int, b: int) -> float | None:
@@ -120,6 +129,7 @@ class Status:
                 for (a, v, t), (n, s) in sorted(self.unknown.items())
             ],
             "pipeline": self.pipeline,
+            "upgrade": self.upgrade,
         }
 
 
@@ -157,7 +167,10 @@ def collect_pipeline(config: Config, now_ns: int | None = None) -> dict[str, Any
 
     now_ns = time.time_ns() if now_ns is None else now_ns
     layout = IndexLayout(config.index_dir)
-    checkpoints = CheckpointStore(layout.checkpoints).all()
+    try:
+        checkpoints = CheckpointStore(layout.checkpoints).all()
+    except StoreError:
+        checkpoints = {}  # another format's (the upgrade section says so) or damaged
     journal = FileJournal(layout.journal)
     try:
         stats = journal.statistics()
@@ -224,12 +237,34 @@ def collect_pipeline(config: Config, now_ns: int | None = None) -> dict[str, Any
     }
 
 
+def _upgrade(config: Config) -> dict[str, Any] | None:
+    """``upgrading`` (a live pipeline's mark), ``needed`` (another format or derivation, no
+    pipeline on it), or None."""
+    from pipeline.engine import policy_of  # keeps `status` light when unused
+
+    mark = read_mark(config.index_dir)
+    if mark is not None and mark.alive:
+        return {"state": "upgrading", **mark.as_dict()}
+    found = detect(config.index_dir, policy_of(config).fingerprint())
+    if found is None:
+        return None
+    return {
+        "state": "needed",
+        "reason": found.reason,
+        "detail": found.detail,
+        # a format this build cannot read answers nothing until it is derived again
+        "readable": found.reason != FORMAT_CHANGED,
+        "run": "pipeline run --once",
+    }
+
+
 def collect_status(config: Config) -> Status:
     """Read CURRENT and the roots; never writes."""
     status = Status(index_dir=str(config.index_dir))
     # every agent whose root is read, with none indexed as well: a blind adapter shows as 0
     status.agents = dict.fromkeys(config.roots, 0)
     status.pipeline = collect_pipeline(config)
+    status.upgrade = _upgrade(config)
     keep_out = KeepOut(config)
     candidates, problems = discover(config.roots)
     candidates = keep_out.keep(candidates)
@@ -241,6 +276,8 @@ def collect_status(config: Config) -> Status:
         status.new = len(candidates)
         status.new_sessions = sorted(live)
         return status
+    except SchemaVersionError:
+        return status  # nothing this build can count in it: the upgrade section says why
     manifest = snapshot.manifest
     status.generation = manifest.generation
     status.published_ns = manifest.created_ns
@@ -444,8 +481,31 @@ def _archive_line(d: dict[str, Any]) -> str:
     )
 
 
+def _upgrade_line(u: dict[str, Any] | None) -> list[str]:
+    if u is None:
+        return []
+    why = {
+        "format": "written by another sessiondex version",
+        "derivation": "built by another derivation or indexing policy",
+        "journal": "journal written by another sessiondex version",
+    }.get(u["reason"], u["reason"])
+    if u["state"] == "upgrading":
+        return [
+            f"upgrade     {why} ({u['detail']}): being derived again by pid {u['pid']}; "
+            "queries answer index_upgrading until it publishes (when the old one is unreadable)"
+        ]
+    answer = "" if u["readable"] else "; queries answer index_outdated until then"
+    return [f"upgrade     {why} ({u['detail']}): run `{u['run']}` to derive it again{answer}"]
+
+
 def render_status(status: Status) -> str:
     d = status.as_dict()
+    if d["generation"] is None and d["upgrade"] is not None:
+        return (
+            f"index       {d['indexDir']}: no generation this build can read\n"
+            + "".join(line + "\n" for line in _upgrade_line(d["upgrade"]))
+            + "".join(line + "\n" for line in _render_pipeline(d["pipeline"]))
+        )
     if d["generation"] is None:
         return (
             f"index {d['indexDir']}: nothing published yet; {d['eligible']} eligible sessions.\n"
@@ -466,6 +526,7 @@ def render_status(status: Status) -> str:
         + _ratios(ratio),
     ]
     lines.append(_archive_line(d))
+    lines += _upgrade_line(d["upgrade"])
     if d["displayCutSessions"]:
         lines.append(
             f"display     {d['displayCutSessions']} sessions have entries longer than "

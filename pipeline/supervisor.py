@@ -5,6 +5,9 @@
     ProcessSupervisor.run()
       preflight: the writer lock and the journal lock are free (waits a little for a previous
                  run's children to finish dying, then StoreLocked)
+      upgrade: an index another format or derivation wrote is derived again first, as
+                 `pipeline run --once` does (pipeline.upgrade): one generation, published
+                 whole, before any child starts (so no child publishes a partial one)
       spawn ("forkserver" context, picklable arguments; pipeline.children): one server
       process imports the children's modules once and forks every child from itself, so a
       (re)start costs a fork, not an interpreter per child importing everything on loaded
@@ -55,7 +58,7 @@ from pipeline.settings import RunSettings
 from store import jsonio
 from store.atomic import atomic_write, ensure_dir
 from store.config import Config
-from store.errors import StoreLocked, free_bytes
+from store.errors import SchemaVersionError, StoreLocked, free_bytes
 from store.exits import EXIT_BOOT_FAILED, EXIT_OK
 from store.journal import FileJournal
 from store.layout import IndexLayout
@@ -176,6 +179,7 @@ class ProcessSupervisor:
     def run(self) -> int:
         """Run until SIGTERM/SIGINT (0) or a child that cannot start (EXIT_BOOT_FAILED)."""
         self._preflight()
+        self._upgrade()
         with self._signals() as wakeup:
             try:
                 log.info(
@@ -218,7 +222,11 @@ class ProcessSupervisor:
         deadline = time.monotonic() + _LOCK_WAIT_S
         while True:
             try:
-                with StoreWriter(self.config.index_dir).lock():
+                # (another build's journal is no obstacle: the upgrade that follows drops it)
+                with (
+                    StoreWriter(self.config.index_dir).lock(),
+                    contextlib.suppress(SchemaVersionError),
+                ):
                     FileJournal(
                         self.layout.journal,
                         writable=True,
@@ -229,6 +237,19 @@ class ProcessSupervisor:
                 if time.monotonic() >= deadline:
                     raise
                 time.sleep(0.1)
+
+    def _upgrade(self) -> None:
+        """Derive the index again when another format or derivation wrote it. Before the
+        signal handlers: Ctrl-C stops it at once, nothing half-done published (the next run
+        starts it again)."""
+        from pipeline.catchup import catch_up
+        from pipeline.engine import policy_of
+        from pipeline.upgrade import detect
+
+        if detect(self.config.index_dir, policy_of(self.config).fingerprint()) is None:
+            return
+        report = catch_up(self.config)
+        log.info("pipeline.upgraded", generations=report.generations, indexed=report.indexed)
 
     @contextlib.contextmanager
     def _signals(self) -> Iterator[socket.socket]:

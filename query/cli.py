@@ -40,7 +40,7 @@ from query.transport import Backend
 from query.ui.options import add_ui_parser
 from store import jsonio
 from store.config import ConfigError, load_config
-from store.errors import StoreError
+from store.errors import IndexOutdated, StoreError
 from store.exits import (
     EXIT_ANSWERED_ERROR,
     EXIT_FAILED,
@@ -458,6 +458,12 @@ def _main(argv: Sequence[str] | None) -> int:
     except (_Usage, InvalidArgument, ConfigError) as exc:
         sys.stderr.write(f"query: {exc}\n")
         return EXIT_USAGE
+    except IndexOutdated as exc:
+        # a named state, not a failure: machine readers get the code as an error body
+        if not _as_text(ns):
+            sys.stdout.write(_dump({"error": {"code": exc.code, "message": str(exc)}}) + "\n")
+        sys.stderr.write(f"query: {exc.code}: {exc}\n")
+        return exit_for_store_error(exc)
     except StoreError as exc:
         sys.stderr.write(f"query: {exc}\n")
         return exit_for_store_error(exc)

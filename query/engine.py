@@ -39,9 +39,10 @@ from query.search import Budgets
 from query.sessions import sessions as run_sessions
 from store.archive import Archive
 from store.config import Config
-from store.errors import SnapshotMissing
+from store.errors import SchemaVersionError, SnapshotMissing
 from store.layout import IndexLayout
 from store.reader import open_snapshot, read_current
+from store.upgrading import outdated
 
 __all__ = ["ACTIONS", "Engine"]
 
@@ -93,7 +94,8 @@ class Engine:
     def refresh(self) -> Generation:
         """The current generation, reloaded only when CURRENT moved.
 
-        Raises SnapshotMissing when nothing has been indexed yet.
+        Raises SnapshotMissing when nothing has been indexed yet, IndexOutdated when CURRENT
+        is another format (``index_upgrading`` / ``index_outdated``).
         """
         with self._lock:
             self._follow()
@@ -103,9 +105,13 @@ class Engine:
             # The file's identity tells a rebuilt index (numbered from 1 again) from the one
             # loaded.
             if self._generation is None or self._loaded != current:
-                self._generation = Generation(
-                    open_snapshot(self.config.index_dir), previous=self._generation
-                )
+                try:
+                    snapshot = open_snapshot(self.config.index_dir)
+                except SchemaVersionError as exc:
+                    # another sessiondex version's index: named, with what to run (or that a
+                    # running pipeline is deriving it again), never a traceback
+                    raise outdated(self.config.index_dir, exc) from exc
+                self._generation = Generation(snapshot, previous=self._generation)
                 self._loaded = current
             return self._generation
 

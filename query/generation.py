@@ -735,7 +735,7 @@ class Generation:
                 try:
                     path = self.snapshot.layout.record_path(name)
                     found = self._segments[name] = LexiconSegment(path)
-                except (CorruptRecord, OSError, ValueError):
+                except (CorruptRecord, SchemaVersionError, OSError, ValueError):
                     return None
             segments.append(found)
         live = {s.index_record for s in self.sessions if s.tier != "hot"}

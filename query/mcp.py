@@ -46,7 +46,7 @@ from query.args import (
 )
 from query.errors import InvalidArgument, QueryError
 from query.u16 import json_length
-from store.errors import SnapshotMissing, StoreError
+from store.errors import IndexOutdated, SnapshotMissing, StoreError
 from store.exits import EXIT_OK, EXIT_USAGE
 from store.records import AGENTS, BRANCH_MODES, TOOL_FAMILIES
 
@@ -601,6 +601,8 @@ def call_tool(
         return _problem("invalid_argument", str(exc)), True
     except SnapshotMissing as exc:
         return _problem("no_index", str(exc)), True
+    except IndexOutdated as exc:
+        return _problem(exc.code, str(exc)), True
     except StoreError as exc:
         return _problem("index_damaged", str(exc)), True
     except QueryError as exc:

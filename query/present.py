@@ -11,7 +11,7 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Final
 
 from query.args import RESPONSE_MAX_CHARS
@@ -136,10 +136,28 @@ def session_label(agent: str, session_id: str) -> str:
     return f"{agent}:{session_id}"
 
 
-def entry_hit(item: EntryItem, plan: Plan, snippet_chars: int, branches: str) -> dict[str, Any]:
+# The complete text of a hit whose shard holds only its display text (None: unavailable).
+CompleteText = Callable[[EntryItem], str | None]
+
+
+def entry_hit(
+    item: EntryItem,
+    plan: Plan,
+    snippet_chars: int,
+    branches: str,
+    complete: CompleteText | None = None,
+) -> dict[str, Any]:
     e = item.entry
     state = item.shard.state
-    text, cut = snippet(e.text, plan, snippet_chars)
+    full = e.text
+    shown_complete = item.shard.complete_text or not e.truncated
+    if not shown_complete and complete is not None:
+        # A term past the display cut matched (search covers the complete text): the snippet
+        # must show it, so the window is taken from the complete text of this one hit.
+        found = complete(item)
+        if found is not None:
+            full, shown_complete = found, True
+    text, cut = snippet(full, plan, snippet_chars)
     hit: dict[str, Any] = {
         "kind": "entry",
         "sessionId": bounded(session_label(state.agent, state.session_id)),
@@ -166,7 +184,7 @@ def entry_hit(item: EntryItem, plan: Plan, snippet_chars: int, branches: str) ->
         hit["archived"] = True  # the source is gone: read from the archive's kept copy
     hit["score"] = wire_score(item.score)
     hit["snippet"] = text
-    hit["truncated"] = cut or (e.truncated and not item.shard.complete_text)
+    hit["truncated"] = cut or not shown_complete
     hit["follow"] = {
         "ref": "memory.expand",
         "args": {
@@ -214,15 +232,17 @@ def page(
     request_args: dict[str, Any],
     coverage: dict[str, Any],
     total: int | None = None,
+    complete: CompleteText | None = None,
 ) -> dict[str, Any]:
     """One page of *items* from *offset*, within the envelope.
 
     *items* may stop after the page (the rest unranked); *total* then counts them all.
+    *complete* gives a display-cut hit's complete text, for its snippet.
     """
     count = len(items) if total is None else total
     selected = list(items[offset : offset + page_size])
     hits = [
-        entry_hit(i, plan, snippet_chars, branches)
+        entry_hit(i, plan, snippet_chars, branches, complete)
         if isinstance(i, EntryItem)
         else session_hit(i, request_args, branches)
         for i in selected

@@ -32,10 +32,19 @@ from query.generation import (
     RecordUnavailable,
     ShardData,
 )
-from query.present import page
+from query.present import CompleteText, page
 from query.regex import RegexRunner
 from query.scope import Listings, Resolved, resolve_scope, widen_hints
-from query.search import DEFAULT_BUDGETS, Budgets, ColdScope, HotScope, Plan, plan_query, search
+from query.search import (
+    DEFAULT_BUDGETS,
+    Budgets,
+    ColdScope,
+    EntryItem,
+    HotScope,
+    Plan,
+    plan_query,
+    search,
+)
 from store.postings import index_entries
 from store.reasons import (
     MAX_COLD_CACHE_BYTES,
@@ -348,6 +357,24 @@ def _aligned(display: Iterable[NormalizedEntry], complete: tuple[NormalizedEntry
     )
 
 
+def complete_texts(gen: Generation, branches: str) -> CompleteText:
+    """The complete text of a hit from its session's SessionEntries (loaded only for the few
+    display-cut hits of one page; the generation caches them)."""
+
+    def complete(item: EntryItem) -> str | None:
+        try:
+            entries = gen.entries(item.shard.state, branches)
+        except RecordUnavailable:
+            return None
+        index = item.entry.index
+        at = item.pos
+        if at < len(entries) and entries[at].index == index:
+            return entries[at].text
+        return next((e.text for e in entries if e.index == index), None)
+
+    return complete
+
+
 def recall(
     gen: Generation,
     req: RecallRequest,
@@ -532,4 +559,5 @@ def recall(
         request_args=request_args,
         coverage=coverage,
         total=result.total,
+        complete=complete_texts(gen, req.branches),
     )

@@ -59,7 +59,7 @@ from query.transport import (
     write_frame,
 )
 from store.config import Config
-from store.errors import SnapshotMissing, StoreError
+from store.errors import IndexOutdated, SnapshotMissing, StoreError
 from store.exits import EXIT_BUSY, EXIT_FAILED, EXIT_OK, EXIT_USAGE
 from store.reader import read_current
 
@@ -401,6 +401,8 @@ class QueryServer:
             return _error("invalid_argument", str(exc))
         except SnapshotMissing as exc:
             return _error("no_index", str(exc))
+        except IndexOutdated as exc:
+            return _error(exc.code, str(exc))
         except StoreError as exc:
             return _error("store_error", str(exc))
         except Exception as exc:  # noqa: BLE001 - a bug must not take the server down

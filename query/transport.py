@@ -36,7 +36,13 @@ import blake3
 from query.errors import InvalidArgument, QueryError
 from store import jsonio
 from store.config import Config
-from store.errors import SnapshotMissing, StoreError
+from store.errors import (
+    INDEX_OUTDATED,
+    INDEX_UPGRADING,
+    IndexOutdated,
+    SnapshotMissing,
+    StoreError,
+)
 
 if TYPE_CHECKING:
     from query.engine import Engine
@@ -359,6 +365,10 @@ class Backend:
             raise InvalidArgument(message)
         if code == "no_index":
             raise SnapshotMissing(self.config.index_dir)
+        if code in (INDEX_UPGRADING, INDEX_OUTDATED):
+            raise IndexOutdated(
+                self.config.index_dir, "", upgrading=code == INDEX_UPGRADING, message=message
+            )
         if code == "store_error":
             raise StoreError(message)
         if code == "request_timeout":

@@ -30,7 +30,7 @@ from typing import Any, Final
 from query.errors import InvalidArgument, QueryError
 from query.results import Call, Entry, ResultError, WalkResult
 from query.u16 import u16len
-from store.errors import SnapshotMissing, StoreError
+from store.errors import IndexOutdated, SnapshotMissing, StoreError
 
 __all__ = ["Visitor", "adrive", "drive", "steps"]
 
@@ -243,6 +243,8 @@ def _failure(exc: Exception) -> dict[str, Any]:
         code = "invalid_argument"
     elif isinstance(exc, SnapshotMissing):
         code = "no_index"
+    elif isinstance(exc, IndexOutdated):
+        code = exc.code
     elif isinstance(exc, StoreError):
         code = "index_damaged"
     else:

@@ -15,7 +15,7 @@ The pipeline and the query side never name an agent: they ask its adapter.
     tools       tools, mcp                   tool name → family; how its MCP names split
     appends     tail                         read the appended lines alone (else: re-derived)
     query side  folders (+ files)            recorded in each manifest (``store.sources``)
-    sidecar     sidecar                      a file beside a session its reader also takes
+    sidecar     sidecar (+ sidecar_value)    a file beside a session its reader also takes
 
 A source whose sessions are not one file each (many sessions in one SQLite file) would add a
 way to list the sessions inside a file and to read one of them; see the README's adapter guide.
@@ -27,6 +27,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+import orjson
+
 from stages.lineage import Lineage
 from stages.normalized import EntryMemo, NormalizeResult
 from stages.parse import parse
@@ -34,7 +36,7 @@ from stages.policy import Policy
 from stages.source import ParseResult, SourceSession
 from store.sources import ProjectFolder, SessionFiles, SourceSpec
 
-__all__ = ["Adapter", "Normalizer", "Reader", "Tail"]
+__all__ = ["Adapter", "Normalizer", "Reader", "Tail", "json_object"]
 
 
 class Reader(Protocol):
@@ -69,6 +71,15 @@ def _no_sidecar(path: str) -> str | None:
     return None
 
 
+def json_object(data: bytes) -> dict[str, Any] | None:
+    """A sidecar's bytes as the JSON object they hold, or None (not JSON, not an object)."""
+    try:
+        value = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
 @dataclass(frozen=True, slots=True)
 class Adapter:
     """One agent. ``name`` is its name everywhere (``[sources]`` key, ``--agent``, records);
@@ -89,6 +100,8 @@ class Adapter:
     parse_whole: Callable[[bytes], ParseResult] | None = None
     tail: Tail | None = None
     sidecar: Callable[[str], str | None] = _no_sidecar
+    # the sidecar's bytes as the mapping the reader takes (None: as if there were none)
+    sidecar_value: Callable[[bytes], dict[str, Any] | None] = json_object
 
     def __post_init__(self) -> None:
         if self.files.whole and self.parse_whole is None:

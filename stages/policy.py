@@ -10,12 +10,19 @@ from store.tokens import TOKENIZER_VERSION
 __all__ = ["DERIVATION", "RANK_STATS_VERSION", "Policy"]
 
 
-# What the stages make of the same lines and policy; bump it when entries change (new fields,
-# other identities) so records built before are derived again rather than reused.
+# What the stages make of the same lines and policy; bump it whenever a stage's output for the
+# same bytes changes (entries, fields, identities, titles, outcomes, an adapter's reading), so
+# records built before are derived again rather than reused: `pipeline run` derives every
+# index built under another value by itself (pipeline.upgrade). Without a bump an existing
+# index keeps the old output for every unchanged file, silently.
+# tests/unit/pipeline/test_derivation_golden.py fails when the output over the fixtures moves
+# and this does not (README "For contributors").
 # 3: repaired lines, bridged parents and subagent marks; MCP identities, tool families,
 # drift counts and context edits.
 # 4: cold addresses mark a subagent's entries (the sidechain filter answers from a digest).
-DERIVATION = 4
+# 5: session titles (SessionState.title), omp outcomes, adapters' readings changed under 4
+# with no bump (3 fixture sessions' records moved: test_derivation_golden).
+DERIVATION = 5
 # What the records' ranking statistics mean (store.rankstats); a new one re-derives every index.
 # 3: a long entry's postings hold the segments of it each term occurs in (passages).
 RANK_STATS_VERSION = 3

@@ -2,7 +2,8 @@
 
 Agents record two kinds: a name the person gave the session (Claude Code ``custom-title``,
 Pi ``session_info``, an omp rename, a Codex thread name) and a title the agent generated
-(Claude Code ``ai-title`` and ``summary``, omp's automatic title, Gemini CLI's ``summary``).
+(Claude Code ``ai-title`` and ``summary``, omp's automatic title, Gemini CLI's ``summary``,
+Qwen Code's ``custom_title`` with ``titleSource: "auto"``; without it, Qwen's is a given name).
 A given name wins over a generated one, and the latest of a kind wins (each agent shows it
 so). Nothing here reads prose: a title is a string field of a typed record, or none.
 """

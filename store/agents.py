@@ -28,6 +28,7 @@ REGISTERED: Final[tuple[str, ...]] = (
     "qwen",
     "copilot",
     "aider",
+    "cursor",
 )
 
 

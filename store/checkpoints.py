@@ -19,7 +19,7 @@ from typing import Final
 
 from store.atomic import atomic_write, ensure_dir
 from store.codec import pack, unpack
-from store.errors import CorruptRecord
+from store.errors import CorruptRecord, SchemaVersionError
 from store.files import read_quietly
 from store.schema import Wired, wired
 
@@ -93,6 +93,9 @@ def _decode(data: bytes, path: Path) -> Checkpoint:
         w = unpack(data)
     except Exception as exc:  # msgpack raises several unrelated types on bad input
         raise CorruptRecord(path, f"not a checkpoint: {exc}") from exc
+    if isinstance(w, list) and len(w) >= 2 and w[0] == _MAGIC and w[1] != _VERSION:
+        # another build's checkpoint: its positions mean nothing here (pipeline.upgrade)
+        raise SchemaVersionError(path, w[1], _VERSION, "checkpoint version")
     if not (isinstance(w, list) and len(w) == 6 and w[0] == _MAGIC and w[1] == _VERSION):
         raise CorruptRecord(path, "not a checkpoint")
     if not (

@@ -3,6 +3,8 @@
 * StoreError
   + CorruptRecord        a record file could not be decoded
   + SchemaVersionError   a record was written by another schema version of this code
+  + IndexOutdated        the published index is another format: `pipeline run` re-derives it
+                         (``code``: ``index_upgrading`` while one does, else ``index_outdated``)
   + SnapshotMissing      no generation has been published yet: run `pipeline run --once` first
   + StoreLocked          another writer holds the index lock
   + GenerationConflict   a manifest does not follow the current generation (or names missing
@@ -22,6 +24,7 @@ __all__ = [
     "CorruptRecord",
     "DiskFull",
     "GenerationConflict",
+    "IndexOutdated",
     "NotAnIndex",
     "SchemaVersionError",
     "SnapshotMissing",
@@ -48,12 +51,47 @@ class CorruptRecord(StoreError, ValueError):
 
 
 class SchemaVersionError(StoreError):
-    def __init__(self, path: Path | str, found: object, expected: int) -> None:
+    def __init__(
+        self, path: Path | str, found: object, expected: int, what: str = "record schema"
+    ) -> None:
+        # The index is derived data: `pipeline run` (either mode) notices another format at
+        # start and derives it again from the session files and the archive (pipeline.upgrade).
         super().__init__(
-            f"{path}: record schema {found!r}, this code reads {expected}; "
-            "run `pipeline rebuild` to rebuild the index"
+            f"{path}: {what} {found!r}, this code reads {expected}; "
+            "`pipeline run` derives the index again (by itself, at start)"
         )
         self.path = str(path)
+        self.found = found
+        self.expected = expected
+
+
+# The two states a reader names while CURRENT's manifest is another format (README, runbook).
+INDEX_UPGRADING = "index_upgrading"
+INDEX_OUTDATED = "index_outdated"
+
+
+class IndexOutdated(StoreError):
+    """CURRENT names a generation this build cannot read (another record format): a running
+    pipeline is deriving it again (``index_upgrading``), or none is (``index_outdated``)."""
+
+    def __init__(
+        self, index_dir: Path | str, detail: str, *, upgrading: bool, message: str | None = None
+    ) -> None:
+        """*message*: as a query server already worded it (``query.transport``)."""
+        self.index_dir = str(index_dir)
+        self.code = INDEX_UPGRADING if upgrading else INDEX_OUTDATED
+        self.detail = detail
+        if message is None and upgrading:
+            message = (
+                f"{index_dir}: the index is being derived again after an upgrade ({detail}); "
+                "answers return when the running pipeline publishes it"
+            )
+        elif message is None:
+            message = (
+                f"{index_dir}: the index was written by another sessiondex version ({detail}); "
+                "run `pipeline run --once` (or start `pipeline run`) to derive it again"
+            )
+        super().__init__(message)
 
 
 class SnapshotMissing(StoreError, FileNotFoundError):

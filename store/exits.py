@@ -12,7 +12,7 @@ import sys
 from collections.abc import Callable
 from typing import Final
 
-from store.errors import NotAnIndex, SnapshotMissing, StoreError, StoreLocked
+from store.errors import IndexOutdated, NotAnIndex, SnapshotMissing, StoreError, StoreLocked
 
 __all__ = [
     "EXIT_ANSWERED_ERROR",
@@ -37,7 +37,9 @@ EXIT_USAGE: Final = 2  # bad arguments or configuration
 # Another process owns what this one needs: the index's writer lock (`pipeline`), or the
 # query socket (`query serve`).
 EXIT_BUSY: Final = 3
-EXIT_NO_INDEX: Final = 4  # nothing published yet: run `pipeline run --once`
+# nothing published yet (or only a generation another format wrote, being derived again):
+# run `pipeline run --once`
+EXIT_NO_INDEX: Final = 4
 EXIT_BOOT_FAILED: Final = 5  # a `pipeline run` process could not start at all
 # `query`: the request was understood and answered with an `error` body (stale pointer,
 # unknown or ambiguous session, missing address…).
@@ -52,7 +54,7 @@ MEANINGS: Final[dict[int, str]] = {
     EXIT_FAILED: "something failed inside sessiondex (see the message and the log)",
     EXIT_USAGE: "bad arguments or configuration",
     EXIT_BUSY: "another process holds the index lock or the query socket",
-    EXIT_NO_INDEX: "no index yet: run `pipeline run --once`",
+    EXIT_NO_INDEX: "no (readable) index yet: run `pipeline run --once`",
     EXIT_BOOT_FAILED: "a pipeline process could not start (traceback in the log)",
     EXIT_ANSWERED_ERROR: "answered with an error (stale pointer, unknown session…)",
     EXIT_NOT_AN_INDEX: "indexDir is not a sessiondex index (nothing was deleted)",
@@ -64,7 +66,7 @@ def exit_for_store_error(exc: StoreError) -> int:
     """Only a missing generation is "no index yet"; a damaged index is a failure."""
     if isinstance(exc, StoreLocked):
         return EXIT_BUSY
-    if isinstance(exc, SnapshotMissing):
+    if isinstance(exc, SnapshotMissing | IndexOutdated):
         return EXIT_NO_INDEX
     if isinstance(exc, NotAnIndex):
         return EXIT_NOT_AN_INDEX

@@ -37,7 +37,7 @@ from typing import Final
 import msgpack
 import zstandard
 
-from store.errors import CorruptRecord
+from store.errors import CorruptRecord, SchemaVersionError
 from store.files import open_quietly
 
 __all__ = [
@@ -306,7 +306,7 @@ class LexiconSegment:
         if size != 5 or magic != MAGIC or kind != LEXICON_KIND:
             raise CorruptRecord(path, "not a lexicon record")
         if version != LEXICON_VERSION:
-            raise CorruptRecord(path, f"lexicon version {version!r}, not {LEXICON_VERSION}")
+            raise SchemaVersionError(path, version, LEXICON_VERSION, "lexicon version")
         if not isinstance(header, dict):
             raise CorruptRecord(path, "lexicon header is not a map")
         start, length = _bin_span(fd, at, path)

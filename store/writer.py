@@ -26,7 +26,13 @@ from typing import Final
 
 from store.atomic import FILE_MODE, DurableBatch, atomic_write, ensure_dir, fsync_all, fsync_dir
 from store.codec import decode, encode, kind_of
-from store.errors import CorruptRecord, GenerationConflict, NotAnIndex, StoreLocked
+from store.errors import (
+    CorruptRecord,
+    GenerationConflict,
+    NotAnIndex,
+    SchemaVersionError,
+    StoreLocked,
+)
 from store.files import read_quietly
 from store.layout import (
     IndexLayout,
@@ -191,7 +197,12 @@ class StoreWriter:
         """The names new since generation *current*; raises if one of them is missing."""
         generation, known = self._published
         if generation != current:
-            known = self._records_of(current) if current else frozenset()
+            try:
+                known = self._records_of(current) if current else frozenset()
+            except SchemaVersionError:
+                # another format's generation (an upgrade replaces it): none of its records
+                # is known to hold anything this one names, so every name is checked
+                known = frozenset()
         added = names - known
         missing = sorted(
             n for n in added if not (is_record_name(n) and self.layout.record_path(n).is_file())
@@ -356,10 +367,11 @@ class StoreWriter:
             for generation in survivors:
                 try:
                     referenced |= self._records_of(generation)
-                except (CorruptRecord, FileNotFoundError):
+                except (CorruptRecord, SchemaVersionError, FileNotFoundError):
                     if generation == current:
                         raise  # without its names nothing can be collected safely
-                    # A damaged older manifest cannot be opened by any reader either.
+                    # A damaged older manifest cannot be opened by any reader either, nor
+                    # one another format wrote (the generations before an upgrade).
             self._collect_records(referenced, cutoff, deleted)
             # what no kept generation lists any more is not asked for again
             self._records_by_chunk = {

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,6 +17,17 @@ from store.config import Config, load_config
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED_FIXTURES = ROOT.parent / "shared" / "fixtures" / "real"
+
+
+def run_module(*argv: str, src: Path = ROOT, timeout: float = 300) -> Any:
+    """``python -m ARGV…`` of the checkout at *src*, as a user's shell runs it: asserts exit 0
+    and returns the parsed JSON when ``--json`` was asked for, the stdout bytes otherwise."""
+    env = {**os.environ, "PYTHONPATH": str(src), "PYTHONDONTWRITEBYTECODE": "1"}
+    done = subprocess.run(
+        [sys.executable, "-m", *argv], capture_output=True, env=env, cwd=src, timeout=timeout
+    )
+    assert done.returncode == 0, (argv, done.stdout[-2000:], done.stderr[-4000:])
+    return orjson.loads(done.stdout) if "--json" in argv else done.stdout
 
 
 def iso(ms: int) -> str:

@@ -14,6 +14,7 @@ from devtools.corpus.aider import build_aider
 from devtools.corpus.claude import build_claude
 from devtools.corpus.codex import build_codex
 from devtools.corpus.copilot import build_copilot
+from devtools.corpus.cursor import build_cursor
 from devtools.corpus.fabric import TRACE_DEFECTS
 from devtools.corpus.gemini import build_gemini
 from devtools.corpus.manifest import (
@@ -46,11 +47,14 @@ _BUILDERS: dict[str, Builder] = {
     "qwen": build_qwen,
     "copilot": build_copilot,
     "aider": build_aider,
+    "cursor": build_cursor,
 }
 AGENTS = tuple(_BUILDERS)
 # Share of sessions per agent when several are asked for (pi 60%, claude 20%, codex 20% of the
-# three; a Gemini CLI, Qwen Code, Copilot CLI or Aider session counts as a Codex one).
-_SHARE = {"pi": 3, "claude": 1, "codex": 1, "gemini": 1, "qwen": 1, "copilot": 1, "aider": 1}
+# three; a Gemini CLI, Qwen Code, Copilot CLI, Aider or Cursor session counts as a Codex one).
+_SHARE = {
+    "pi": 3, "claude": 1, "codex": 1, "gemini": 1, "qwen": 1, "copilot": 1, "aider": 1, "cursor": 1
+}  # fmt: skip
 _PROJECTS = 8
 _NEGATIVE_CONTROLS = 8
 _EPOCH_MS = 1_767_225_600_000  # 2026-01-01T00:00:00Z

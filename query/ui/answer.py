@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from query.errors import InvalidArgument, QueryError
 from query.transport import Backend, RequestTimeout, ServerError, ServerUnavailable, run_local
 from store.config import Config
-from store.errors import SnapshotMissing, StoreError
+from store.errors import IndexOutdated, SnapshotMissing, StoreError
 
 if TYPE_CHECKING:
     from query.engine import Engine
@@ -64,6 +64,8 @@ class LocalAnswerer:
                 return failure("invalid_argument", str(exc))
             except SnapshotMissing as exc:
                 return failure("no_index", str(exc))
+            except IndexOutdated as exc:
+                return failure(exc.code, str(exc))
             except RequestTimeout as exc:
                 return failure("request_timeout", str(exc))
             except ServerError as exc:

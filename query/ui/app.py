@@ -63,6 +63,8 @@ _STATUS: Final = {
     "invalid_argument": 400,
     "request_too_large": 413,
     "no_index": 503,
+    "index_upgrading": 503,
+    "index_outdated": 503,
     "busy": 503,
     "shutting_down": 503,
     "request_timeout": 504,

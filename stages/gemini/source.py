@@ -45,8 +45,10 @@ an append (a new message, a turn rewritten with its tool calls) stays a delta.
 Identity: the header's ``sessionId`` (else the file stem); ``kind: "subagent"`` marks a
 subagent, whose file lives in ``chats/<parent session id>/``: the folder names the parent
 (``parent_session``) and the session is a sidechain. The cwd is the first of the header's (or a
-``$set``'s) ``directories`` when the writer recorded them (subagents, ``/dir add``); a main
-session names its project only by ``projectHash`` and its folder, so its cwd is "".
+``$set``'s) ``directories`` when the writer recorded them (subagents, ``/dir add``), else the
+project root the CLI's ``ProjectRegistry`` wrote into the project folder's ``.project_root``
+(the adapter's sidecar, *project_root*); a session in a folder without one (a SHA-256 named
+folder of older releases) names its project only by ``projectHash``: its cwd is "".
 
 The legacy one-object ``session-*.json`` (before 0.39, rewritten whole) parses to the same
 records (``parse_legacy``): the object without ``messages`` is the header, each message a
@@ -78,6 +80,7 @@ __all__ = [
     "MESSAGE",
     "METADATA",
     "METADATA",
+    "PROJECT_ROOT",
     "REWIND",
     "is_header",
     "parse_legacy",
@@ -85,6 +88,8 @@ __all__ = [
 ]
 
 AGENT = "gemini"
+# the key of the project folder's root in the sidecar value (``stages.gemini.adapter``)
+PROJECT_ROOT: Final = "projectRoot"
 MESSAGE: Final = "message"
 REWIND: Final = "gemini.rewind"
 METADATA: Final = "gemini.set"  # read, never a record
@@ -99,8 +104,11 @@ def is_header(value: dict[str, Any]) -> bool:
     return isinstance(value.get("sessionId"), str) and isinstance(value.get("projectHash"), str)
 
 
-def read_gemini(parsed: ParseResult, path: str) -> SourceSession:
-    """Read a parsed Gemini CLI session (JSONL, or a legacy object). Never raises."""
+def read_gemini(
+    parsed: ParseResult, path: str, *, project_root: str | None = None
+) -> SourceSession:
+    """Read a parsed Gemini CLI session (JSONL, or a legacy object); *project_root* is what
+    the project folder's ``.project_root`` marker holds, when it has one. Never raises."""
     reasons = parse_reasons(parsed)
     drift = Drift()
     header: dict[str, Any] | None = None
@@ -148,7 +156,7 @@ def read_gemini(parsed: ParseResult, path: str) -> SourceSession:
     folder = PurePath(path).parent
     parent = folder.name if subagent and folder.parent.name == _CHATS else None
     directories = meta.get("directories")
-    cwd = ""
+    cwd = project_root or ""
     if isinstance(directories, list) and directories and isinstance(directories[0], str):
         cwd = directories[0]
     extra: dict[str, Any] = {}

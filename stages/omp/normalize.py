@@ -17,7 +17,8 @@ with omp's families, ``stages.omp.tools``). What omp adds:
                       a shell result's typed ``details.exitCode`` gives its outcome by the
                       shared rule (``stages.shell_exit``: a search exiting 1 found nothing),
                       read against its call's ``command``, where omp's ``isError`` calls
-                      every non-zero exit an error
+                      every non-zero exit an error; the text's ``[error]`` mark follows
+                      that outcome (a search that matched nothing shows none)
     blocks            ``redactedThinking``, ``fallback`` and ``anthropicServerTool`` add no text
 
 A subagent's transcript (``SourceSession.sidechain``, ``stages.omp.source``) gives sidechain

@@ -386,11 +386,9 @@ def _tool_result(
         body = message["output"]
     else:
         body = ""
-    suffix = " [error]" if message.get("isError") is True else ""
-    prefix = f"toolResult({tool}){suffix}" if tool else f"toolResult{suffix}"
-    text = f"{prefix}: {body}" if policy.index_tool_output and body else prefix
+    marked = message.get("isError") is True
     failed = is_error(message)
-    fields = Fields(role="toolResult", text=text, is_error=failed)
+    fields = Fields(role="toolResult", text="", is_error=failed)
     fields.identify(dialect.agent, tool)
     stated = dialect.result_identity(tool, message.get("details")) if tool is not None else None
     if stated is not None:
@@ -402,6 +400,12 @@ def _tool_result(
         command = commands.get(call_id) if isinstance(call_id, str) else None
         fields.outcome = exit_outcome(command, exit_code)
         fields.is_error = fields.outcome == "failed"
+        # the mark says what the typed exit code does: a search that matched nothing (omp
+        # writes ``isError`` for it) is no error, a non-zero exit without the flag is one
+        marked = fields.is_error
+    suffix = " [error]" if marked else ""
+    prefix = f"toolResult({tool}){suffix}" if tool else f"toolResult{suffix}"
+    fields.text = f"{prefix}: {body}" if policy.index_tool_output and body else prefix
     return fields
 
 

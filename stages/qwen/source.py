@@ -19,7 +19,10 @@ up its parents, and a rewind's new branch leaves the old turns off it.
 Identity from the first record: ``sessionId``, ``cwd``, ``version`` (the writer's). A record
 with ``isSidechain: true`` is a subagent's (``agentId`` on the line). A ``system`` record of
 subtype ``parent_session`` names the session that spawned this one
-(``systemPayload.parentSessionId``).
+(``systemPayload.parentSessionId``). A ``system`` record of subtype ``custom_title`` is the
+session's title (``ChatRecordingService.recordCustomTitle``): ``systemPayload.customTitle``,
+a title Qwen's fast model generated when ``titleSource`` is ``auto``, else (``manual``, or no
+``titleSource``: writers before it, where only ``/rename`` wrote one) a name the person gave.
 
 Drift: record types, system subtypes and content part kinds outside ``KNOWN_*`` are counted
 (an unknown type or part could hold text: ``unknown_record_type``; an unknown system subtype
@@ -34,10 +37,13 @@ from typing import Any, Final
 from stages.drift import Drift, holds_text
 from stages.gemini.parts import part_list, unknown_parts
 from stages.source import ParseResult, SourceRecord, SourceSession, parse_reasons
+from stages.titles import Titles
 
 __all__ = ["AGENT", "KNOWN_SUBTYPES", "KNOWN_TYPES", "read_qwen"]
 
 AGENT = "qwen"
+_CUSTOM_TITLE: Final = "custom_title"
+_AUTO: Final = "auto"
 KNOWN_TYPES: Final = frozenset({"user", "assistant", "tool_result", "system"})
 KNOWN_SUBTYPES: Final = frozenset(
     {
@@ -88,6 +94,7 @@ def read_qwen(parsed: ParseResult, path: str) -> SourceSession:
     records: list[SourceRecord] = []
     first: dict[str, Any] | None = None
     parent_session: str | None = None
+    titles = Titles()
     for raw in parsed.records:
         value = raw.value
         kind = value.get("type")
@@ -99,6 +106,8 @@ def read_qwen(parsed: ParseResult, path: str) -> SourceSession:
             payload = value.get("systemPayload")
             named = payload.get("parentSessionId") if isinstance(payload, dict) else None
             parent_session = named if isinstance(named, str) and named else parent_session
+        if kind == "system" and value.get("subtype") == _CUSTOM_TITLE:
+            _title(titles, value.get("systemPayload"))
         uuid = value.get("uuid")
         parent = value.get("parentUuid")
         records.append(
@@ -127,7 +136,17 @@ def read_qwen(parsed: ParseResult, path: str) -> SourceSession:
         parent_session=parent_session,
         writer_version=_str(own.get("version")) or "",
         unknown=drift.items(),
+        title=titles.title,
     )
+
+
+def _title(titles: Titles, payload: object) -> None:
+    if not isinstance(payload, dict):
+        return
+    if payload.get("titleSource") == _AUTO:
+        titles.generate(payload.get("customTitle"))
+    else:
+        titles.name(payload.get("customTitle"))
 
 
 def _check(drift: Drift, value: dict[str, Any]) -> None:

@@ -4,17 +4,14 @@ without `--agent`, `--outcome failed --kind shell`, and `query catalog`."""
 
 from __future__ import annotations
 
-import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
-import orjson
 import pytest
 
 from store.agents import agent_names
+from tests.helpers import run_module
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "tests" / "data"
@@ -23,12 +20,7 @@ pytestmark = pytest.mark.integration
 
 
 def _run(*argv: str) -> Any:
-    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
-    done = subprocess.run(
-        [sys.executable, "-m", *argv], capture_output=True, env=env, cwd=ROOT, timeout=180
-    )
-    assert done.returncode == 0, (argv, done.stdout[-2000:], done.stderr[-4000:])
-    return orjson.loads(done.stdout) if "--json" in argv else done.stdout
+    return run_module(*argv, timeout=180)
 
 
 def test_copilot_and_aider_sessions_are_found_by_every_command(tmp_path: Path) -> None:

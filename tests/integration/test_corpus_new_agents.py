@@ -63,3 +63,23 @@ def test_generated_copilot_and_aider_sessions_answer_every_planted_question(
         assert set(agents) == {"copilot", "aider"}
         heads = {h["ref"] for p in agents["copilot"]["providers"] for h in p["heads"]}
         assert {"copilot.bash", "copilot.view"} <= heads
+
+
+def test_generated_cursor_transcripts_answer_every_planted_question(tmp_path: Path) -> None:
+    manifest, config = generated(tmp_path, sessions=6, mean_kb=8, seed=5, agents=("cursor",))
+    assert {s.agent for s in manifest.sessions} == {"cursor"}
+    assert all(s.cwd == "" for s in manifest.sessions)  # the slug is not read back
+    assert not manifest.tool_errors  # Cursor writes no tool result
+    catch_up(config, processes=1)
+    with Backend(config, server="off") as engine:
+        assert manifest.planted
+        for planted in manifest.planted:
+            for only in ({}, {"agent": "cursor"}):
+                page = engine.recall({"query": planted.term, "scope": "global", **only}, cwd="/")
+                top = page["hits"][0]
+                assert top["sessionId"].startswith("cursor:"), (planted, top)
+                assert top.get("role") == planted.role and top["entryId"] == planted.entry_id
+        shell = every_hit(engine, {"scope": "global", "kind": "shell", "agent": "cursor"})
+        assert shell and {h["tool"] for h in shell} == {"Shell"}
+        assert all(h.get("outcome") is None for h in shell)
+        assert every_hit(engine, {"scope": "global", "outcome": "failed"}) == []

@@ -11,9 +11,6 @@ a retracted turn is searchable only with ``--branches all``.
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +18,7 @@ import orjson
 import pytest
 
 from store.agents import agent_names
+from tests.helpers import run_module
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "tests" / "data"
@@ -31,13 +29,7 @@ pytestmark = pytest.mark.integration
 
 
 def _run(config: Path, *argv: str) -> Any:
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONDONTWRITEBYTECODE": "1"}
-    done = subprocess.run(
-        [sys.executable, "-m", *argv, "--config", str(config)],
-        capture_output=True, env=env, cwd=ROOT, timeout=300,
-    )  # fmt: skip
-    assert done.returncode == 0, (argv, done.stdout[-2000:], done.stderr[-4000:])
-    return orjson.loads(done.stdout) if "--json" in argv else done.stdout
+    return run_module(*argv, "--config", str(config))
 
 
 def _lines(*values: dict[str, Any]) -> bytes:
@@ -74,6 +66,8 @@ def test_gemini_and_qwen_sessions_answer_every_command(tmp_path: Path) -> None:
     (gemini / "session-2025-08-01T10-00-legacy01.json").write_bytes(
         orjson.dumps(legacy, option=orjson.OPT_INDENT_2)
     )
+    # the project's root, as the CLI's ProjectRegistry marks the folder it named
+    (roots["gemini"] / "work" / ".project_root").write_text("/tmp/gx/gwork")
     # the CLI's devtools activity log beside the chats: a session's name, no session
     logs = roots["gemini"] / "work" / "logs"
     logs.mkdir()
@@ -100,6 +94,9 @@ def test_gemini_and_qwen_sessions_answer_every_command(tmp_path: Path) -> None:
     }, status
     assert status["indexed"] == status["eligible"] == 4
     assert "missing_session_header" not in orjson.dumps(status).decode(), status
+    rows = _run(config, "query", "sessions", "--scope", "global", "--agent", "gemini", "--json")
+    cwds = {r["id"]: r["cwd"] for r in rows["sessions"]}
+    assert cwds["gemini:rw-1"] == "/tmp/gx/gwork", rows  # from .project_root
 
     for agent, word in PLANTED.items():
         for scope in ((), ("--agent", agent)):

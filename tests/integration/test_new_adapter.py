@@ -12,10 +12,8 @@ by ``--outcome failed --kind shell``, and ``query sessions`` / ``query catalog``
 from __future__ import annotations
 
 import filecmp
-import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +21,7 @@ import orjson
 import pytest
 
 from store.agents import agent_names
+from tests.helpers import run_module
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("pipeline", "query", "stages", "store")
@@ -55,12 +54,7 @@ def _differences(a: Path, b: Path, where: str = "") -> list[str]:
 
 
 def _run(src: Path, *argv: str) -> Any:
-    env = {**os.environ, "PYTHONPATH": str(src), "PYTHONDONTWRITEBYTECODE": "1"}
-    done = subprocess.run(
-        [sys.executable, "-m", *argv], capture_output=True, env=env, cwd=src, timeout=180
-    )
-    assert done.returncode == 0, (argv, done.stdout[-2000:], done.stderr[-4000:])
-    return orjson.loads(done.stdout) if "--json" in argv else done.stdout
+    return run_module(*argv, src=src, timeout=180)
 
 
 def test_an_adapter_is_its_folder_and_one_registry_line(tmp_path: Path) -> None:

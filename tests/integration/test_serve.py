@@ -350,3 +350,30 @@ def test_an_index_path_longer_than_sun_path_still_serves(tmp_path: Path) -> None
         assert not socket_path(kit.config.index_dir).exists()
     finally:
         kit.close()
+
+
+def test_an_index_of_another_format_is_named_both_ways(
+    kit: Kit, indexed: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import store.codec
+    from store.errors import INDEX_OUTDATED, IndexOutdated
+
+    # Given a server of a build that reads the next record format (the index is older)
+    monkeypatch.setattr(store.codec, "SCHEMA_VERSION", store.codec.SCHEMA_VERSION + 1)
+    server = QueryServer(kit.config, ServeOptions(idle_timeout=5))
+    server.start()
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        # Then the state travels named over the socket, and the CLI prints it as in-process
+        with Backend(kit.config) as b, pytest.raises(IndexOutdated) as caught:
+            b.recall({"query": "x", "scope": "global"}, cwd=CWD)
+        assert caught.value.code == INDEX_OUTDATED and server.requests == 1  # the server said it
+        conf = ["--config", str(kit.pi.config_path), "--json"]
+        served = cli(capsys, "recall", "x", *conf)
+        local = cli(capsys, "recall", "x", *conf, "--no-server")
+        assert served == local and served[0] == 4
+        assert f'"code":"{INDEX_OUTDATED}"' in served[1]
+    finally:
+        server.shutdown()
+        thread.join(10)

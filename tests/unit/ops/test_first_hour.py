@@ -24,6 +24,7 @@ from query.cli import main as query_main
 from store.errors import (
     CorruptRecord,
     GenerationConflict,
+    IndexOutdated,
     NotAnIndex,
     SchemaVersionError,
     SnapshotMissing,
@@ -85,6 +86,9 @@ def test_every_checklist_row_is_guarded_or_says_why_not() -> None:
 
 def test_a_damaged_index_is_a_failure_and_only_a_missing_one_is_no_index() -> None:
     assert exit_for_store_error(SnapshotMissing("x")) == EXIT_NO_INDEX
+    # another version's index is no (readable) index yet: `pipeline run` derives it again
+    assert exit_for_store_error(IndexOutdated("x", "schema 2", upgrading=True)) == EXIT_NO_INDEX
+    assert exit_for_store_error(IndexOutdated("x", "schema 2", upgrading=False)) == EXIT_NO_INDEX
     assert exit_for_store_error(StoreLocked("x")) == EXIT_BUSY
     assert exit_for_store_error(NotAnIndex("x")) == EXIT_NOT_AN_INDEX
     for damaged in (

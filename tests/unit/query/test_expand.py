@@ -229,3 +229,16 @@ def test_stale_and_unavailable_sources(kit: Kit) -> None:
     path.unlink()
     gone = kit.call(follow)
     assert gone["error"]["code"] == "source_unavailable"
+
+
+def test_a_global_hit_past_the_display_cut_shows_its_match(kit: Kit) -> None:
+    # Search covers the complete text, so a term beyond maxEntryChars can rank an entry first;
+    # its snippet must show that term, not the display text's head.
+    kit.configure(maxEntryChars=100)
+    session(kit, "short", "filler " * 400 + "the zebrafish assay failed " + "tail " * 50)
+    session(kit, "other", "nothing here", name="t")  # two sessions: the hot shards are searched
+    kit.build()
+    [hit] = kit.recall(query="zebrafish", scope="global")["hits"]
+    assert hit["tier"] == "hot"
+    assert "zebrafish" in hit["snippet"]
+    assert hit["snippet"].startswith("…") and hit["truncated"] is True

@@ -355,7 +355,9 @@ def test_display_cut_matters_only_to_phrase_and_regex(kit: Kit) -> None:
     kit.build()
     literal = kit.recall(query="tailtoken", scope="project")
     assert indices(literal) == [0] and literal["coverage"]["complete"] is True
-    assert literal["hits"][0]["truncated"] is True
+    # the snippet is taken from the complete text (it fits whole here), so it shows the match
+    assert "tailtoken" in literal["hits"][0]["snippet"]
+    assert literal["hits"][0]["truncated"] is False
     phrase = kit.recall(query="tailtoken at", queryMode="phrase", scope="project")
     assert phrase["total"] == 0
     assert phrase["coverage"]["reasons"] == ["max_entry_chars"]

@@ -319,3 +319,35 @@ def test_only_files_under_chats_are_sessions() -> None:
     qwen = adapter("qwen").files
     assert qwen.holds("/h/.qwen/projects/-work-proj/chats/qq-1.jsonl")
     assert not qwen.holds("/h/.qwen/projects/-work-proj/logs/qq-1.jsonl")
+
+
+def test_a_main_session_s_cwd_is_its_project_folder_s_typed_root(tmp_path: Path) -> None:
+    # Gemini CLI's ProjectRegistry names ``tmp/<project>/`` and writes the project's root into
+    # ``<project>/.project_root`` (plain text); the session file itself names only a hash
+    from pipeline.discovery import subagent_meta
+
+    gemini = adapter("gemini")
+    chats = tmp_path / "tmp" / "proj" / "chats"
+    chats.mkdir(parents=True)
+    main = chats / "session-2026-12-01T10-00-aaaa0001.jsonl"
+    main.write_bytes(jsonl(HEADER))
+    sub = chats / HEADER["sessionId"] / "bbbb0002.jsonl"
+    sub.parent.mkdir()
+    sub.write_bytes(jsonl({**HEADER, "kind": "subagent", "directories": ["/w/sub"]}))
+    assert gemini.sidecar(str(main)) == str(tmp_path / "tmp" / "proj" / ".project_root")
+    assert gemini.sidecar(str(sub)) == gemini.sidecar(str(main))
+    assert subagent_meta(str(main), "gemini") is None  # no marker: the cwd stays unknown
+    assert read(jsonl(HEADER), str(main)).cwd == ""
+
+    (tmp_path / "tmp" / "proj" / ".project_root").write_text("/home/a/proj\n")
+    marker = subagent_meta(str(main), "gemini")
+    assert marker is not None
+    session = gemini.read(gemini.parse(jsonl(HEADER), str(main)), str(main), marker)
+    assert session.cwd == "/home/a/proj"
+    # a subagent's own ``directories`` come first
+    data = sub.read_bytes()
+    assert gemini.read(gemini.parse(data, str(sub)), str(sub), marker).cwd == "/w/sub"
+    # a marker that is no one path is no cwd
+    for bad in (b"", b"  \n", b"/a\n/b", b"\xff\xfe"):
+        (tmp_path / "tmp" / "proj" / ".project_root").write_bytes(bad)
+        assert subagent_meta(str(main), "gemini") is None, bad

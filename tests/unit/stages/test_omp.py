@@ -255,9 +255,12 @@ def test_a_shell_results_typed_exit_code_follows_the_shared_rule(tmp_path: Path)
     # a search exiting 1 found nothing: omp writes isError, yet the call did what it was asked
     grep = _shell_result(tmp_path, "grep -rn OMPFLAKYQ9 src", 1, True)
     assert (grep.outcome, grep.is_error) == ("succeeded", False)
-    # any other non-zero exit is a failure, whatever isError says
+    # and its text (what a hit's snippet shows) is not marked an error either
+    assert grep.text.startswith("toolResult(bash): ") and "[error]" not in grep.text
+    # any other non-zero exit is a failure, whatever isError says, and marked so
     ls = _shell_result(tmp_path, "ls missing", 2, False)
     assert (ls.outcome, ls.is_error) == ("failed", True)
+    assert ls.text.startswith("toolResult(bash) [error]: ")
     # and a search's own error (2) too
     assert _shell_result(tmp_path, "rg OMPFLAKYQ9", 2, True).outcome == "failed"
     assert _shell_result(tmp_path, "grep -q x f", 0, False).outcome == "succeeded"
@@ -270,6 +273,7 @@ def test_pi_results_keep_their_is_error() -> None:
     items = list(normalize(session, lineage(session, "active"), Policy()).entries)
     result = found(items, "SHELLFAILQ9")
     assert (result.outcome, result.is_error) == ("failed", True)
+    assert result.text.startswith("toolResult(bash) [error]: ")
 
 
 def test_an_exit_1_whose_call_is_not_in_the_append_leaves_the_tail_path() -> None:

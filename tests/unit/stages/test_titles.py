@@ -124,6 +124,30 @@ def test_copilot_title_changed_latest_wins() -> None:
     assert read("copilot", [start, titled(1, "A"), titled(2, "B")], path).title == "B"
 
 
+def test_qwen_custom_title_a_rename_over_an_automatic_one() -> None:
+    # Qwen Code's ChatRecordingService.recordCustomTitle: a ``system`` record of subtype
+    # ``custom_title``, ``systemPayload.customTitle`` and (later writers) ``titleSource``
+    # ``manual`` / ``auto`` (a title its fast model generated); none is a /rename
+    def record(n: int, kind: str, **extra: Any) -> dict[str, Any]:
+        return {"uuid": f"u{n}", "parentUuid": f"u{n - 1}" if n else None, "sessionId": "q-1",
+                "timestamp": "2026-05-01T10:00:00Z", "type": kind, "cwd": "/w",
+                "version": "0.24.4", **extra}  # fmt: skip
+
+    def titled(n: int, title: object, source: str | None = None) -> dict[str, Any]:
+        payload = {"customTitle": title} | ({"titleSource": source} if source else {})
+        return record(n, "system", subtype="custom_title", systemPayload=payload)
+
+    said = record(0, "user", message={"role": "user", "parts": [{"text": "hi"}]})
+    path = "/h/.qwen/projects/-w/chats/q-1.jsonl"
+    assert read("qwen", [said], path).title is None
+    assert read("qwen", [said, titled(1, "Fix login", "auto")], path).title == "Fix login"
+    both = [said, titled(1, "my-feature"), titled(2, "Fix login", "auto")]
+    assert read("qwen", both, path).title == "my-feature"
+    renamed = [*both, titled(3, "my-feature, done", "manual")]
+    assert read("qwen", renamed, path).title == "my-feature, done"
+    assert read("qwen", [said, titled(1, None), titled(2, 5)], path).title is None
+
+
 def real(agent: str, name: str) -> bytes:
     path = REAL / agent / name
     if not path.is_file():

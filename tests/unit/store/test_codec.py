@@ -338,7 +338,7 @@ def test_malformed_envelopes_are_corrupt(data: bytes, reason: str) -> None:
 @pytest.mark.parametrize("version", [0, SCHEMA_VERSION + 1, "1", None])
 def test_other_schema_versions_are_refused(version: object) -> None:
     data = _pack([MAGIC, version, "event", event().to_wire()])
-    with pytest.raises(SchemaVersionError, match="pipeline rebuild"):
+    with pytest.raises(SchemaVersionError, match="`pipeline run` derives the index again"):
         decode(data, path="/idx/e")
 
 
