@@ -11,6 +11,10 @@
       grown: prefix unchanged? ── yes ─► read only the new bytes ► append [old size, new size)
                                └─ no ──────────────────────────► rewrite
 
+A session inside a database file (``store.dbsource``) has no bytes of its own to append to:
+its stamp is read from inside the database, and when it moved the session is serialized and
+hashed whole: the same hash is an append of nothing (a new stamp), another a rewrite.
+
 "Prefix unchanged" is proved by hashing the whole known prefix against the recorded hash the
 first time a file grows after a start or a reconcile scan; until the next scan this watcher
 keeps a running hasher and the first and last 4 KiB of the prefix, and re-reads only those two
@@ -28,9 +32,11 @@ from typing import Any, Final
 
 import blake3
 
+from store.dblayout import DbLayout, same_stamp, split_member
+from store.dbsource import DbUnreadable, MemberTooLarge, member_stamp, read_member
 from store.records import SourceEvent
 
-__all__ = ["WINDOW", "Known", "classify", "known_from_event"]
+__all__ = ["WINDOW", "Known", "classify", "classify_member", "known_from_event"]
 
 WINDOW: Final = 4096
 _CHUNK: Final = 1 << 20
@@ -108,6 +114,45 @@ def classify(
         return _classify_open(path, agent, known, fd, now_ns)
     finally:
         os.close(fd)
+
+
+def classify_member(
+    path: str,
+    agent: str,
+    known: Known | None,
+    now_ns: int,
+    layout: DbLayout,
+    limit: int | None = None,
+) -> tuple[SourceEvent | None, Known | None]:
+    """``classify`` for a session inside a database file (module docstring). A database that
+    cannot be read changes nothing known (the reconcile scan names it unreadable)."""
+    where = split_member(path)
+    try:
+        stamp = member_stamp(*where, layout) if where is not None else None
+    except FileNotFoundError:
+        stamp = None
+    except DbUnreadable:
+        return None, known
+    if stamp is None or where is None:
+        return (_delete(path, known, now_ns) if known is not None else None), None
+    if known is not None and known.agent == agent and same_stamp(known.stamp, stamp):
+        return None, known
+    dev, ino, _, mtime_ns, signature = stamp
+    try:
+        data, stamp = read_member(*where, layout, limit)
+    except MemberTooLarge:
+        # not hashed: the worker will not read it either (``oversized_file``)
+        after = Known(agent, dev, ino, (limit or 0) + 1, mtime_ns, signature, None)
+        return _event("rewrite", path, after, 0, now_ns), after
+    except FileNotFoundError:
+        return (_delete(path, known, now_ns) if known is not None else None), None
+    except DbUnreadable:
+        return None, known
+    dev, ino, size, mtime_ns, signature = stamp
+    after = Known(agent, dev, ino, size, mtime_ns, signature, blake3.blake3(data).hexdigest())
+    if known is not None and known.agent == agent and known.hash == after.hash:
+        return _event("append", path, after, size, now_ns), after
+    return _event("rewrite", path, after, 0, now_ns), after
 
 
 def _classify_open(

@@ -3,6 +3,12 @@
 A stamp is (dev, inode, size, mtime_ns, ctime_ns). An in-place rewrite always moves ctime,
 even when the writer restores mtime and keeps the size, so an unchanged stamp proves the
 bytes the index holds are still the file's bytes without reading it.
+
+An agent whose sessions are rows of SQLite files (``Adapter.database``) has a candidate per
+session inside each database file directly in its root (the writer's data folder, whose
+other folders are not walked), ``<db path>#<session id>``, stamped from inside the
+database (``store.dbsource``): its size is not known until it is read, so its stamps are
+compared by ``unchanged``.
 """
 
 from __future__ import annotations
@@ -13,7 +19,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import structlog
+
 from stages.agents import adapter
+from store.dblayout import MEMBER, DbLayout, member_path, same_stamp
+from store.dbsource import DbUnreadable, list_members
 from store.files import open_quietly
 from store.reasons import SOURCE_UNAVAILABLE, SOURCE_UNREADABLE
 from store.sources import SourceSpec
@@ -27,7 +37,10 @@ __all__ = [
     "stamp_of",
     "subagent_meta",
     "under",
+    "unchanged",
 ]
+
+log = structlog.get_logger()
 
 _META_MAX_BYTES = 65_536
 
@@ -55,6 +68,13 @@ class Candidate:
         return self.stamp[3]
 
 
+def unchanged(agent: str, old: Stamp, new: Stamp) -> bool:
+    """True when stamps *old* and *new* of one of *agent*'s sessions say the same state."""
+    if adapter(agent).database is not None:
+        return same_stamp(old, new)
+    return old == new
+
+
 def is_session(agent: str, path: str) -> bool:
     """True when the file at *path* under *agent*'s root is one of its sessions."""
     return adapter(agent).files.holds(path)
@@ -72,7 +92,21 @@ def _walk(root: Path, agent: str, unreadable: list[str]) -> Iterator[Path]:
         if not isinstance(exc, FileNotFoundError | NotADirectoryError):
             unreadable.append(str(exc.filename))
 
-    files = adapter(agent).files
+    found = adapter(agent)
+    database = found.database
+    if database is not None:
+        # A writer keeps its session database in its data folder itself: that folder also
+        # holds its logs, caches and snapshots (OpenCode's git snapshots), never walked.
+        try:
+            names = sorted(e.name for e in os.scandir(root) if database.holds(e.name))
+        except FileNotFoundError:
+            return
+        except OSError as exc:
+            refused(exc)
+            return
+        yield from (root / name for name in names)
+        return
+    files = found.files
     # os.walk without following symlinks: a link out of the root must never be indexed.
     for dirpath, dirnames, filenames in os.walk(root, onerror=refused, followlinks=False):
         dirnames.sort()
@@ -104,15 +138,33 @@ def discover(roots: Mapping[str, Path]) -> tuple[list[Candidate], list[tuple[str
                 continue
             if not os.path.isfile(path) or path.is_symlink():
                 continue
-            found.append(Candidate(str(path), agent, stamp_of(st)))
+            database = adapter(agent).database
+            if database is None:
+                found.append(Candidate(str(path), agent, stamp_of(st)))
+            elif not _members(str(path), agent, database, found):
+                problems.append((str(path), agent, SOURCE_UNREADABLE))
         problems += [(folder, agent, SOURCE_UNREADABLE) for folder in unreadable]
     return found, problems
 
 
+def _members(db: str, agent: str, layout: DbLayout, found: list[Candidate]) -> bool:
+    """Add a candidate per session in database *db*; False when it cannot be read."""
+    try:
+        members = list_members(db, layout)
+    except FileNotFoundError:
+        return True  # gone between the listing and the open
+    except DbUnreadable as exc:
+        log.warning("source.unreadable", path=db, agent=agent, error=str(exc))
+        return False
+    found.extend(Candidate(member_path(db, i), agent, s) for i, s in members.items())
+    return True
+
+
 def under(folders: Iterable[str], path: str) -> bool:
-    """True when *path* lies inside one of *folders*: its state cannot be known while the
-    folder cannot be listed, so what the index holds of it is kept, not dropped as deleted."""
-    return any(path.startswith(folder.rstrip("/") + "/") for folder in folders)
+    """True when *path* lies inside one of *folders* (or is a session inside a database file
+    named there): its state cannot be known while the folder cannot be listed (the database
+    read), so what the index holds of it is kept, not dropped as deleted."""
+    return any(path.startswith((folder.rstrip("/") + "/", folder + MEMBER)) for folder in folders)
 
 
 def subagent_meta(path: str, agent: str) -> dict[str, Any] | None:

@@ -225,11 +225,14 @@ class SessionEngine:
         if hot is not None:
             self._hot.move_to_end(path)
             state = hot.state
-        if state is not None and state.tier == tier and _same_bytes(state, last):
-            if (state.mtime_ns, state.ctime_ns) == (last.mtime_ns, event_ctime(last)):
+        member = adapter(agent).database is not None
+        if state is not None and state.tier == tier and _same_bytes(state, last, member=member):
+            # (a database's session has the same bytes in a new file: a new dev and inode)
+            now = (last.dev, last.inode, last.mtime_ns, event_ctime(last))
+            if (state.dev, state.inode, state.mtime_ns, state.ctime_ns) == now:
                 self.counters.unchanged += 1
                 return None
-            return self._restamp(path, agent, state, hot, tier)
+            return self._restamp(path, agent, state, hot, tier, last)
         if (
             state is None
             or hot is None
@@ -254,7 +257,9 @@ class SessionEngine:
         last = events[-1]
         if last.kind in (FORGET, DELETE, UNREADABLE) or last.path in self._hot:
             return False
-        return not (state is not None and state.tier == tier and _same_bytes(state, last))
+        member = adapter(last.agent).database is not None
+        same = state is not None and _same_bytes(state, last, member=member)
+        return not (same and state is not None and state.tier == tier)
 
     def prebuild(self, wanted: Sequence[tuple[str, str, str, int]]) -> None:
         """Build the sessions *wanted* (path, agent, tier, size) whole with the builder, all
@@ -284,7 +289,7 @@ class SessionEngine:
             self.extra.extend(Drop(k) for k in done.dropped)
             return Upsert(done.state)
         try:
-            data, stamp = read_source(path, self.policy.max_file_bytes)
+            data, stamp = read_source(path, self.policy.max_file_bytes, agent)
         except OversizedFile as exc:
             log.warning("session.oversized", path=path, size=exc.size, limit=exc.limit)
             self.forget(path)
@@ -509,16 +514,33 @@ class SessionEngine:
             self.counters.compactions += 1
 
     def _restamp(
-        self, path: str, agent: str, state: SessionState, hot: HotSession | None, tier: str
+        self,
+        path: str,
+        agent: str,
+        state: SessionState,
+        hot: HotSession | None,
+        tier: str,
+        event: SourceEvent,
     ) -> Change:
-        """Same bytes, new stamp (a touch, a chmod): record the stamp the file has now."""
-        try:
-            st = os.stat(path, follow_symlinks=False)
-        except OSError:
-            return self.whole(path, agent, tier)
-        if (st.st_dev, st.st_ino) != (state.dev, state.inode) or st.st_size < state.size:
-            return self.whole(path, agent, tier)
-        moved = replace(state, mtime_ns=st.st_mtime_ns, ctime_ns=st.st_ctime_ns)
+        """Same bytes, new stamp (a touch, a chmod): record the stamp the file has now (a
+        session inside a database: the stamp the watcher read with the bytes it hashed)."""
+        if adapter(agent).database is not None:
+            ctime = event_ctime(event)
+            moved = replace(
+                state,
+                dev=event.dev,
+                inode=event.inode,
+                mtime_ns=event.mtime_ns,
+                ctime_ns=ctime or state.ctime_ns,
+            )
+        else:
+            try:
+                st = os.stat(path, follow_symlinks=False)
+            except OSError:
+                return self.whole(path, agent, tier)
+            if (st.st_dev, st.st_ino) != (state.dev, state.inode) or st.st_size < state.size:
+                return self.whole(path, agent, tier)
+            moved = replace(state, mtime_ns=st.st_mtime_ns, ctime_ns=st.st_ctime_ns)
         if self.keeper is not None and state.archive == KEPT:
             self.keeper.restamp(path, moved.stamp)
         if hot is not None:
@@ -550,13 +572,12 @@ class SessionEngine:
         return self._hot.get(path)
 
 
-def _same_bytes(state: SessionState, event: SourceEvent) -> bool:
-    """True when *event* describes exactly the bytes *state* indexed."""
-    return (state.dev, state.inode, state.size) == (
-        event.dev,
-        event.inode,
-        event.end,
-    ) and event_hash(event) == state.source_hash
+def _same_bytes(state: SessionState, event: SourceEvent, *, member: bool = False) -> bool:
+    """True when *event* describes exactly the bytes *state* indexed. A session inside a
+    database (*member*) is its rows wherever the file lives: its bytes alone say so."""
+    where = () if member else (state.dev, state.inode)
+    there = () if member else (event.dev, event.inode)
+    return (*where, state.size) == (*there, event.end) and event_hash(event) == state.source_hash
 
 
 def _read_range(path: str, start: int, end: int) -> tuple[bytes, os.stat_result] | None:

@@ -29,6 +29,7 @@ from pipeline.archiving import (
     read_chain,
 )
 from pipeline.discovery import Stamp, stamp_of, subagent_meta
+from stages.agents import adapter
 from stages.appender import waiting
 from stages.built import Built
 from stages.digest import (
@@ -48,6 +49,8 @@ from stages.read import read_parsed
 from stages.tier import COLD, HOT
 from store.archive import ARCHIVED, NOT_KEPT, Chain, retired_key, source_of
 from store.archive_writer import ArchiveWriter
+from store.dblayout import split_member
+from store.dbsource import MemberTooLarge, read_member
 from store.errors import is_disk_full
 from store.files import open_quietly
 from store.reasons import (
@@ -124,10 +127,22 @@ class OversizedFile(Exception):
         self.path, self.size, self.limit = path, size, limit
 
 
-def read_source(path: str, limit: int | None = None) -> tuple[bytes, Stamp]:
+def read_source(path: str, limit: int | None = None, agent: str = "") -> tuple[bytes, Stamp]:
     """The file's bytes and the stamp of the descriptor they were read from; a file larger
     than *limit* raises ``OversizedFile`` before a byte of it is read (every stage reads a
-    session whole, so its size is what it costs in memory: a 1 GiB sparse file, 1 GiB)."""
+    session whole, so its size is what it costs in memory: a 1 GiB sparse file, 1 GiB).
+    A session inside a database file (*agent*'s ``Adapter.database``) is its canonical bytes
+    (``store.dbsource``); a database that cannot be read raises ``DbUnreadable`` (an
+    ``OSError``)."""
+    layout = adapter(agent).database if agent else None
+    if layout is not None:
+        where = split_member(path)
+        if where is None:
+            raise FileNotFoundError(path)
+        try:
+            return read_member(*where, layout, limit)
+        except MemberTooLarge as exc:
+            raise OversizedFile(path, exc.size, limit or 0) from exc
     fd = open_quietly(path, getattr(os, "O_NOFOLLOW", 0))
     try:
         st = os.fstat(fd)
@@ -154,7 +169,7 @@ def index_session(job: Job, writer: StoreWriter | None = None) -> JobResult:
     a session whose source is gone is read from the archive. Never raises."""
     origin: Chain | None = None
     try:
-        data, stamp = read_source(job.path, job.policy.max_file_bytes)
+        data, stamp = read_source(job.path, job.policy.max_file_bytes, job.agent)
     except OversizedFile as exc:
         log.warning("session.oversized", path=job.path, size=exc.size, limit=exc.limit)
         return JobResult(job.path, job.agent, None, 0, 0, reason=OVERSIZED_FILE)

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pipeline.discovery import discover
+from pipeline.discovery import discover, unchanged
 from pipeline.keepout import KeepOut
 from pipeline.resume import PUBLISH_STAGE
 from pipeline.upgrade import FORMAT_CHANGED, detect
@@ -303,7 +303,7 @@ def collect_status(config: Config) -> Status:
             not_kept.append(s.path)
         if s.archived:
             status.archived += 1
-        elif c is None or c.stamp != s.stamp:
+        elif c is None or not unchanged(s.agent, s.stamp, c.stamp):
             status.stale += 1
             status.stale_sessions.append(s.path)
         else:

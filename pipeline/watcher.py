@@ -34,14 +34,17 @@ from watchdog.observers import Observer
 from watchdog.observers.api import BaseObserver
 
 from pipeline.archiving import archive_of, begins_with
-from pipeline.classify import Known, classify, known_from_event
-from pipeline.discovery import discover, is_session, under
+from pipeline.classify import Known, classify, classify_member, known_from_event
+from pipeline.discovery import discover, is_session, unchanged, under
 from pipeline.engine import UNREADABLE
 from pipeline.keepout import KeepOut
 from pipeline.resume import resume_after, usable_manifest
 from pipeline.settings import RunSettings
+from stages.agents import adapter
 from store.archive import key_name
 from store.config import Config
+from store.dblayout import MEMBER, member_path, same_stamp
+from store.dbsource import DbUnreadable, list_members
 from store.errors import CorruptRecord
 from store.journal import Journal
 from store.reasons import SOURCE_UNREADABLE
@@ -170,6 +173,7 @@ class Watcher:
                 return forgotten
             paths = sorted(self._dirty)[: self.settings.classify_batch]
             self._dirty.difference_update(paths)
+        paths = self._members_of(paths)
         events: list[SourceEvent] = []
         now_ns = self.now_ns()
         self._sizes = {}
@@ -188,6 +192,9 @@ class Watcher:
             if agent is None:  # not (or no longer) a session file discovery would list
                 event = _gone(path, known, now_ns) if known is not None else None
                 after = None
+            elif (layout := adapter(agent).database) is not None:
+                limit = self.config.max_file_bytes
+                event, after = classify_member(path, agent, known, now_ns, layout, limit)
             else:
                 event, after = classify(path, agent, known, now_ns, self.config.max_file_bytes)
             if after is None:
@@ -228,7 +235,11 @@ class Watcher:
         for c in candidates:
             seen.add(c.path)
             known = self.view.get(c.path)
-            if known is None or known.stamp != c.stamp or known.agent != c.agent:
+            if (
+                known is None
+                or known.agent != c.agent
+                or not unchanged(c.agent, known.stamp, c.stamp)
+            ):
                 changed.append(c.path)
         self._unreadable(problems)
         # A file in a folder that cannot be listed is not known to be gone.
@@ -349,6 +360,48 @@ class Watcher:
 
     # -- helpers ---------------------------------------------------------------------------
 
+    def _members_of(self, paths: list[str]) -> list[str]:
+        """*paths* with each session database written (the file or its ``-wal``) replaced by
+        its sessions whose stamps moved, new ones and those it no longer holds: a new
+        message is one session's event, not every session's in the file."""
+        out: list[str] = []
+        for path in paths:
+            found = self._database_of(path)
+            if found is None:
+                out.append(path)
+                continue
+            db, agent = found
+            if path in self.view:
+                out.append(path)  # named unreadable before: classified, so its skip goes
+            layout = adapter(agent).database
+            assert layout is not None
+            try:
+                members = list_members(db, layout)
+            except FileNotFoundError:
+                members = {}
+            except DbUnreadable:
+                continue  # the reconcile scan names it
+            prefix = db + MEMBER
+            out += [p for p in self.view if p.startswith(prefix) and p not in members]
+            for sid, stamp in members.items():
+                member = member_path(db, sid)
+                known = self.view.get(member)
+                if known is None or not same_stamp(known.stamp, stamp):
+                    out.append(member)
+        return sorted(set(out))
+
+    def _database_of(self, path: str) -> tuple[str, str] | None:
+        """(database, agent) when *path* is a session database in a root or its write-ahead
+        log (``-wal``; never ``-shm``, which readers write too)."""
+        db = path.removesuffix("-wal")
+        for root, agent in self._roots:
+            if os.path.dirname(db) == root:
+                layout = adapter(agent).database
+                if layout is not None and layout.holds(os.path.basename(db)):
+                    return db, agent
+                return None
+        return None
+
     def agent_of(self, path: str) -> str | None:
         """The agent whose root holds *path* as discovery would list it, else None."""
         for root, agent in self._roots:
@@ -432,12 +485,14 @@ class Observers:
         if observer is None:
             return
         handler = _Handler(self.watcher)
-        for root in roots.values():
+        for agent, root in roots.items():
             key = str(root)
             if key in self._watched or not root.is_dir():
                 continue
+            # a session database lies in its root itself (``pipeline.discovery``)
+            deep = adapter(agent).database is None
             try:
-                observer.schedule(handler, key, recursive=True)
+                observer.schedule(handler, key, recursive=deep)
             except OSError as exc:  # e.g. inotify watch limit: the reconcile scan still runs
                 log.warning("watch.unavailable", root=key, error=str(exc))
                 continue

@@ -39,6 +39,7 @@ from query.search import Budgets
 from query.sessions import sessions as run_sessions
 from store.archive import Archive
 from store.config import Config
+from store.dbsource import layouts_of
 from store.errors import SchemaVersionError, SnapshotMissing
 from store.layout import IndexLayout
 from store.reader import open_snapshot, read_current
@@ -113,6 +114,7 @@ class Engine:
                     raise outdated(self.config.index_dir, exc) from exc
                 self._generation = Generation(snapshot, previous=self._generation)
                 self._loaded = current
+                self.freshness.databases = layouts_of(self._generation.manifest.sources)
             return self._generation
 
     def _current(self) -> tuple[int, int, int] | None:
@@ -220,7 +222,9 @@ class Engine:
             self.changes.close()
             self.changes = None
             self._current_seen = None
+            databases = self.freshness.databases
             self.freshness = Freshness(archive=self.archive)
+            self.freshness.databases = databases
             self.listings = Listings()
 
     def __enter__(self) -> Engine:

@@ -30,6 +30,8 @@ from query.generation import Generation, RecordUnavailable
 from query.render import printable
 from query.scope import resolve_target
 from store.archive import Archive
+from store.dblayout import DbLayout, split_member
+from store.dbsource import read_member
 from store.errors import CorruptRecord, StoreError
 from store.files import read_quietly
 from store.reasons import SOURCE_UNAVAILABLE
@@ -82,7 +84,8 @@ def export(
     state = found.state
     observed = freshness.observe(state)
     if fmt == "source":
-        return Exported(state, _source(state, freshness.archive))
+        layout = freshness.databases.get(state.agent)
+        return Exported(state, _source(state, freshness.archive, layout))
     try:
         entries = gen.entries(state, branches)
     except RecordUnavailable as exc:
@@ -100,10 +103,16 @@ def export(
 # -- the exact bytes ----------------------------------------------------------------------
 
 
-def _source(state: SessionState, archive: Archive | None) -> bytes:
+def _source(state: SessionState, archive: Archive | None, layout: DbLayout | None) -> bytes:
+    """The bytes *state* was indexed from: the file's (a database session's rows, serialized
+    again: *layout*), else the archive's copy."""
     if not state.archived:
+        where = split_member(state.path) if layout is not None else None
         try:
-            data = read_quietly(state.path)
+            if layout is not None:
+                data = read_member(*where, layout)[0] if where is not None else b""
+            else:
+                data = read_quietly(state.path)
         except OSError:
             data = b""
         if blake3.blake3(data).hexdigest() == state.source_hash:

@@ -25,6 +25,8 @@ import blake3
 
 from query.changes import Batch, Changes
 from store.archive import Archive
+from store.dblayout import DbLayout, Stamp, same_stamp, split_member
+from store.dbsource import list_members, member_stamp, read_member
 from store.errors import CorruptRecord
 from store.records import SessionState
 
@@ -44,6 +46,25 @@ class Observation:
     @property
     def fresh(self) -> bool:
         return self.status == "fresh"
+
+
+def _database_key(db: str) -> object:
+    """What a database's files look like now: a commit moves the file or its log (a new
+    size, time or inode), a checkpoint that restarts the log its header's salts."""
+    key: list[object] = []
+    for path in (db, f"{db}-wal"):
+        try:
+            st = os.stat(path)
+        except OSError:
+            key.append(None)
+            continue
+        key.append((st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns))
+    try:
+        with open(f"{db}-wal", "rb") as f:
+            key.append(f.read(32))
+    except OSError:
+        key.append(None)
+    return tuple(key)
 
 
 def _hash_file(path: str) -> str:
@@ -83,6 +104,10 @@ class Freshness:
         self._moved: dict[str, int] = {}
         self._floor = 0
         self._memo: dict[int, tuple[object, int, object]] = {}
+        # agent -> how its sessions are read from a database file (the manifest's sources)
+        self.databases: dict[str, DbLayout] = {}
+        # database -> (what its files looked like, its members' stamps then)
+        self._listings: dict[str, tuple[object, dict[str, Stamp]]] = {}
 
     @property
     def changes(self) -> Changes | None:
@@ -166,6 +191,47 @@ class Freshness:
             self._move(path)
         return o
 
+    def _look_member(self, state: SessionState, layout: DbLayout, need_hash: bool) -> Observation:
+        """A session inside a database file: its stamp from inside the database, and when
+        that moved, the hash of its rows serialized again (``store.dbsource``). A look that
+        needs no hash (a recall's verdicts) takes the stamp from one listing of the database
+        per change of its files; one that does (``expand``, a follow token) reads it alone."""
+        where = split_member(state.path)
+        if where is None:
+            return Observation("missing")
+        try:
+            listed = None if need_hash else self._listing(where[0], layout)
+            stamp = listed.get(where[1]) if listed is not None else member_stamp(*where, layout)
+            if stamp is None:
+                return Observation("missing")
+            if same_stamp(stamp, state.stamp):
+                return Observation("fresh", state.source_hash)
+            if not need_hash:
+                return Observation("changed")
+            data, _ = read_member(*where, layout)
+        except FileNotFoundError:
+            return Observation("missing")
+        except OSError:
+            return Observation("unreadable")
+        actual = blake3.blake3(data).hexdigest()
+        return Observation("fresh" if actual == state.source_hash else "changed", actual)
+
+    def _listing(self, db: str, layout: DbLayout) -> dict[str, Stamp] | None:
+        """Every member's stamp in *db*, listed again only when the file, its write-ahead log
+        or the log's header (a checkpoint's new salts) moved; None when it cannot be read."""
+        key = _database_key(db)
+        found = self._listings.get(db)
+        if found is not None and found[0] == key:
+            return found[1]
+        try:
+            listed = list_members(db, layout)
+        except OSError:
+            return None
+        if len(self._listings) >= _CACHE_MAX:
+            self._listings.clear()
+        self._listings[db] = (key, listed)
+        return listed
+
     def _kept(self, state: SessionState) -> Observation:
         """A session read from the archive is current while its chain holds exactly the
         bytes it was indexed from (the chain's blake3 is then its source hash): follow
@@ -184,6 +250,11 @@ class Freshness:
 
     def _look(self, state: SessionState, need_hash: bool) -> tuple[Observation, int]:
         """The observation, and the file's link count (0 when it could not be stat-ed)."""
+        layout = self.databases.get(state.agent)
+        if layout is not None:
+            return self._look_member(
+                state, layout, need_hash
+            ), 2  # never trusted on a folder's word
         try:
             st = os.stat(state.path, follow_symlinks=False)
         except FileNotFoundError:

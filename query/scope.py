@@ -31,6 +31,8 @@ from typing import Any, Final
 from query.args import Scope
 from query.changes import Batch, Changes
 from query.generation import Generation, order_key
+from store.dblayout import member_path
+from store.dbsource import list_members
 from store.reasons import SOURCE_UNREADABLE, STALE_SESSION
 from store.records import AGENTS, SessionState
 from store.sources import HOME, TMPDIR, SessionFiles, folder_names
@@ -418,7 +420,12 @@ class Listings:
     def unseen(
         self, gen: Generation, folders: Sequence[tuple[str, str]], *, recursive: bool
     ) -> list[Unindexed]:
-        """``_unseen`` without ``newer_than``, memoized per generation while no listing moved."""
+        """``_unseen`` without ``newer_than``, memoized per generation while no listing moved
+        (the sessions inside a database are listed each time: a write to it moves no listing)."""
+        databases = [(a, f) for a, f in folders if gen.source(a).databases]
+        if databases:
+            files = [(a, f) for a, f in folders if not gen.source(a).databases]
+            return _unseen_members(gen, databases) + self.unseen(gen, files, recursive=recursive)
         if self._changes is None:
             return _unseen(gen, folders, recursive=recursive, listings=self)
         key = (tuple(folders), recursive, gen.session_files)
@@ -460,6 +467,35 @@ def _session_files(
         if recursive:
             pending.extend(listing.folders)
         yield from listing.files
+
+
+def _unseen_members(
+    gen: Generation, folders: Iterable[tuple[str, str]], newer_than: int = 0
+) -> list[Unindexed]:
+    """``_unseen`` for agents whose sessions are rows of a database in their root
+    (``store.dbsource``): the sessions it holds that the generation has never seen."""
+    out: list[Unindexed] = []
+    for agent, folder in folders:
+        layout = gen.source(agent).databases[0]
+        try:
+            names = sorted(e.name for e in os.scandir(folder) if layout.holds(e.name))
+        except OSError:
+            continue  # no root: nothing unseen (an unreadable one is discovery's to name)
+        for name in names:
+            db = os.path.join(folder, name)
+            try:
+                members = list_members(db, layout)
+            except FileNotFoundError:
+                continue
+            except OSError:
+                out.append(Unindexed(db, agent, SOURCE_UNREADABLE))
+                continue
+            for session_id, stamp in members.items():
+                path = member_path(db, session_id)
+                if path in gen.by_path or path in gen.skipped or stamp[3] < newer_than:
+                    continue
+                out.append(Unindexed(path, agent, STALE_SESSION, stale=True))
+    return out
 
 
 def _unseen(

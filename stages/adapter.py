@@ -17,8 +17,10 @@ The pipeline and the query side never name an agent: they ask its adapter.
     query side  folders (+ files)            recorded in each manifest (``store.sources``)
     sidecar     sidecar (+ sidecar_value)    a file beside a session its reader also takes
 
-A source whose sessions are not one file each (many sessions in one SQLite file) would add a
-way to list the sessions inside a file and to read one of them; see the README's adapter guide.
+    database    database                     sessions kept as rows of one SQLite file
+                                             (``store.dbsource``): each is read as a file of
+                                             its own, ``<db path>#<session id>``, whose bytes
+                                             are its rows serialized one JSON object a line
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from stages.normalized import EntryMemo, NormalizeResult
 from stages.parse import parse
 from stages.policy import Policy
 from stages.source import ParseResult, SourceSession
+from store.dblayout import DbLayout
 from store.sources import ProjectFolder, SessionFiles, SourceSpec
 
 __all__ = ["Adapter", "Normalizer", "Reader", "Tail", "json_object"]
@@ -102,10 +105,14 @@ class Adapter:
     sidecar: Callable[[str], str | None] = _no_sidecar
     # the sidecar's bytes as the mapping the reader takes (None: as if there were none)
     sidecar_value: Callable[[bytes], dict[str, Any] | None] = json_object
+    # sessions as rows of SQLite files; ``files`` then names its members (``DbLayout.members``)
+    database: DbLayout | None = None
 
     def __post_init__(self) -> None:
         if self.files.whole and self.parse_whole is None:
             raise ValueError(f"{self.name}: whole-object session files need parse_whole")
+        if self.database is not None and self.files.patterns != (self.database.members,):
+            raise ValueError(f"{self.name}: a database source's files are its members")
 
     def parse(self, data: bytes, path: str, *, settled: bool = False) -> ParseResult:
         """The records of a session file's bytes (lines, or the one object of a whole file);
@@ -117,4 +124,5 @@ class Adapter:
     @property
     def spec(self) -> SourceSpec:
         """What the manifest records of this source for the query side."""
-        return SourceSpec(self.files, self.folders)
+        databases = (self.database,) if self.database is not None else ()
+        return SourceSpec(self.files, self.folders, databases)

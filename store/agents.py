@@ -29,6 +29,8 @@ REGISTERED: Final[tuple[str, ...]] = (
     "copilot",
     "aider",
     "cursor",
+    "opencode",
+    "goose",
 )
 
 

@@ -17,6 +17,7 @@ from fnmatch import translate
 from functools import cached_property
 from typing import Final
 
+from store.dblayout import DbLayout
 from store.schema import TUPLE, Wired, nested, nested_tuple, wire, wired
 
 __all__ = [
@@ -180,6 +181,10 @@ class SourceSpec(Wired):
     files: SessionFiles = field(default_factory=SessionFiles, metadata=wire(nested(SessionFiles)))
     folders: tuple[ProjectFolder, ...] = field(
         default=(), metadata=wire(nested_tuple(ProjectFolder))
+    )
+    # a source whose sessions are rows of one SQLite file: how to read them (store.dbsource)
+    databases: tuple[DbLayout, ...] = field(
+        default=(), metadata=wire(nested_tuple(DbLayout), since=2, omit=True)
     )
 
 

@@ -58,12 +58,16 @@ class Home:
             "copilot": self.root / ".copilot" / "session-state",
             # Aider keeps its history in the project folder it runs in
             "aider": self.root / "work",
+            # OpenCode keeps every session in one SQLite file there (XDG_DATA_HOME)
+            "opencode": self.root / ".local" / "share" / "opencode",
         }[self.agent]
 
     def session_files(self) -> list[Path]:
         if not self.sessions.is_dir():
             return []
-        pattern = ".aider.chat.history.md" if self.agent == "aider" else "*.jsonl"
+        pattern = {"aider": ".aider.chat.history.md", "opencode": "opencode*.db"}.get(
+            self.agent, "*.jsonl"
+        )
         return sorted(p for p in self.sessions.rglob(pattern) if p.is_file())
 
 
@@ -418,6 +422,59 @@ class AiderDriver(Driver):
                 "--analytics-disable", "--no-pretty", "--no-auto-lint", "--no-auto-commits",
                 "--no-show-release-notes", *options, "--message", text]  # fmt: skip
         return _run(argv, self.env(home), home.work)
+
+
+class OpenCodeDriver(Driver):
+    """OpenCode (``opencode-ai``, a native binary per platform through npm): ``opencode.json``
+    in the project declares the fake model as an ``@ai-sdk/openai-compatible`` provider (which
+    OpenCode installs from npm into its cache on first use) and the MCP stub as a local server;
+    ``opencode run`` runs one prompt, ``--continue`` appends to the last session, ``--title``
+    names the session so that OpenCode does not ask the model for a title (a request the script
+    does not plan). Every ``XDG_*`` folder is inside the scratch home; autoupdate, sharing and
+    the models.dev catalogue fetch are off."""
+
+    agent = "opencode"
+
+    def __init__(self, chain: Toolchain, model_url: str, opencode: Path) -> None:
+        super().__init__(chain, model_url)
+        self.opencode = opencode
+
+    def prepare(self, home: Home) -> None:
+        super().prepare(home)
+        config = {
+            "$schema": "https://opencode.ai/config.json",
+            "provider": {
+                "fake": {
+                    "npm": "@ai-sdk/openai-compatible",
+                    "name": "Fake",
+                    "options": {"baseURL": f"{self.model_url}/v1", "apiKey": "x"},
+                    "models": {"fake-1": {"name": "fake-1", "tool_call": True}},
+                }
+            },
+            "model": "fake/fake-1",
+            "autoupdate": False,
+            "share": "disabled",
+            "permission": {"bash": "allow", "edit": "allow", "webfetch": "allow"},
+            "mcp": {MCP_SERVER: {"type": "local", "command": self.stub_command()}},
+        }
+        (home.work / "opencode.json").write_text(json.dumps(config))
+
+    def env(self, home: Home) -> dict[str, str]:
+        root = home.root
+        return {
+            **base_env(home),
+            "XDG_DATA_HOME": str(root / ".local" / "share"),
+            "XDG_CONFIG_HOME": str(root / ".config"),
+            "XDG_CACHE_HOME": str(root / ".cache"),
+            "XDG_STATE_HOME": str(root / ".local" / "state"),
+            "OPENCODE_DISABLE_AUTOUPDATE": "1",
+            "OPENCODE_DISABLE_MODELS_FETCH": "1",
+        }
+
+    def prompt(self, home: Home, text: str, *, resume: bool, options: tuple[str, ...] = ()) -> str:
+        argv = [str(self.opencode), "run", "--model", "fake/fake-1"]
+        argv += ["--continue"] if resume else ["--title", f"Conformance {home.agent}"]
+        return _run([*argv, *options, text], self.env(home), home.work)
 
 
 DRIVERS: dict[str, type[Driver]] = {

@@ -27,6 +27,7 @@ OMP = "@oh-my-pi/pi-coding-agent"
 GEMINI = "@google/gemini-cli"
 QWEN = "@qwen-code/qwen-code"
 COPILOT = "@github/copilot"
+OPENCODE = "opencode-ai"
 # Runtimes, not writers: ``ops/conformance --latest`` keeps them at their pins.
 RUNTIMES = frozenset({NODE, BUN})
 
@@ -45,6 +46,8 @@ PINNED: dict[str, str] = {
     # 1.0.102: a native binary per platform (an optional dependency); the npm launcher runs on
     # the system Node. Its BYOK variables reach a local model with no GitHub sign-in.
     COPILOT: "1.0.102",
+    # a native binary per platform (an optional dependency), launched by the system Node
+    OPENCODE: "1.18.33",
 }
 INSTALL_TIMEOUT_S = 900
 
@@ -130,6 +133,7 @@ class Toolchain:
     gemini: Path
     qwen: Path
     copilot: Path
+    opencode: Path
     versions: dict[str, str]
 
     @staticmethod
@@ -147,10 +151,12 @@ class Toolchain:
             gemini=bins[GEMINI] / "gemini",
             qwen=bins[QWEN] / "qwen",
             copilot=bins[COPILOT] / "copilot",
+            opencode=bins[OPENCODE] / "opencode",
             versions=chosen,
         )
         tools = (chain.node_bin / "node", chain.pi, chain.claude, chain.codex)
-        extra = (chain.bun_bin / "bun", chain.omp, chain.gemini, chain.qwen, chain.copilot)
+        extra = (chain.bun_bin / "bun", chain.omp, chain.gemini, chain.qwen, chain.copilot,
+                 chain.opencode)  # fmt: skip
         for tool in (*tools, *extra):
             if not tool.exists():
                 raise InstallFailed(f"{tool} is missing after npm install")

@@ -21,6 +21,7 @@ from store import codec
 from store.archive import Chain, Segment
 from store.checkpoints import Checkpoint
 from store.codec import decode, encode, pack, unpack
+from store.dblayout import DbLayout, DbTable
 from store.records import (
     ColdDigest,
     ColdView,
@@ -88,7 +89,20 @@ FOLDERS = st.builds(
     unsafe=st.sampled_from([r"[/\\:]", "[^a-z]", "x"]),
     bare=OPT_TEXT,
 )
-SPECS = st.builds(SourceSpec, FILES, few(FOLDERS))
+NAMES = st.sampled_from(["session", "message", "id", "session_id", "data", "time_updated"])
+DB_TABLES = st.builds(
+    DbTable,
+    NAMES,
+    NAMES,
+    st.lists(NAMES, max_size=2).map(tuple),
+    st.lists(NAMES, max_size=2).map(tuple),
+    st.just("") | NAMES,
+    st.integers(1, 10**9),
+)
+DB_LAYOUTS = st.builds(
+    DbLayout, st.sampled_from(["opencode*.db", "sessions.db"]), few(DB_TABLES, 1)
+)
+SPECS = st.builds(SourceSpec, FILES, few(FOLDERS), few(DB_LAYOUTS))
 ENTRIES = st.builds(
     NormalizedEntry,
     index=st.integers(0, 2**31),
@@ -225,6 +239,8 @@ CHAINS = st.builds(
 )
 
 STRATEGIES: dict[type[Wired], st.SearchStrategy[Any]] = {
+    DbTable: DB_TABLES,
+    DbLayout: DB_LAYOUTS,
     SessionFiles: FILES,
     ProjectFolder: FOLDERS,
     SourceSpec: SPECS,
@@ -267,6 +283,19 @@ LAYOUTS: dict[int, dict[str, list[tuple[str, str, int, bool]]]] = {
         "SourceSpec": [
             ("files", "record:SessionFiles", 1, False),
             ("folders", "records:ProjectFolder", 1, False),
+            ("databases", "records:DbLayout", 2, True),
+        ],
+        "DbTable": [
+            ("name", "value", 1, False),
+            ("key", "value", 1, False),
+            ("order", "tuple", 1, False),
+            ("json", "tuple", 1, False),
+            ("updated", "value", 1, False),
+            ("scale", "value", 1, False),
+        ],
+        "DbLayout": [
+            ("file", "value", 1, False),
+            ("tables", "records:DbTable", 1, False),
         ],
         "NormalizedEntry": [
             ("index", "value", 1, False),

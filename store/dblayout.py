@@ -1,0 +1,108 @@
+"""How sessions kept as rows of one SQLite file are named and read, as data both sides share
+(``store.dbsource`` reads them; an adapter declares its ``DbLayout``; the manifest records it
+for the query side in ``SourceSpec.databases``).
+
+A session inside a database file is a *member*, named ``<db path>#<session id>``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from fnmatch import fnmatchcase
+from typing import Final
+
+from store.schema import TUPLE, VALUE, Wired, nested_tuple, wire, wired
+
+__all__ = [
+    "MEMBER",
+    "TABLE_KEY",
+    "DbLayout",
+    "DbTable",
+    "Stamp",
+    "member_path",
+    "same_stamp",
+    "split_member",
+]
+
+MEMBER: Final = "#"
+TABLE_KEY: Final = "$table"
+
+Stamp = tuple[int, int, int, int, int]
+
+_NAME: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+
+
+@wired
+@dataclass(frozen=True)
+class DbTable(Wired):
+    """One table holding a session's rows: ``key`` names the column holding the session id
+    (the session table's own ``id``), ``order`` the columns that order its rows, ``json`` the
+    columns holding JSON text, ``updated`` the column of a row's last change (in units of
+    ``scale`` ns; "" when the table has none)."""
+
+    name: str = field(metadata=wire(VALUE))
+    key: str = field(metadata=wire(VALUE))
+    order: tuple[str, ...] = field(default=(), metadata=wire(TUPLE))
+    json: tuple[str, ...] = field(default=(), metadata=wire(TUPLE))
+    updated: str = field(default="", metadata=wire(VALUE))
+    scale: int = field(default=1_000_000, metadata=wire(VALUE))
+
+    def __post_init__(self) -> None:
+        names = (
+            self.name,
+            self.key,
+            *self.order,
+            *self.json,
+            *([self.updated] * bool(self.updated)),
+        )
+        bad = [n for n in names if not (isinstance(n, str) and _NAME.match(n))]
+        if bad:
+            raise ValueError(f"DbTable names must be SQL identifiers: {bad}")
+        if not isinstance(self.scale, int) or self.scale < 1:
+            raise ValueError(f"DbTable scale must be a positive int, got {self.scale!r}")
+
+
+@wired
+@dataclass(frozen=True)
+class DbLayout(Wired):
+    """Which files under an agent's root are its session databases (``file``: an ``fnmatch``
+    pattern over the name) and the tables a session's rows are in, the session table first
+    (its ``key`` column lists the sessions)."""
+
+    file: str = field(metadata=wire(VALUE))
+    tables: tuple[DbTable, ...] = field(metadata=wire(nested_tuple(DbTable)))
+
+    def __post_init__(self) -> None:
+        if not (isinstance(self.file, str) and self.file and "/" not in self.file):
+            raise ValueError(f"DbLayout file must be a file name pattern, got {self.file!r}")
+        if MEMBER in self.file:
+            raise ValueError(f"DbLayout file must not contain {MEMBER!r}: {self.file!r}")
+        if not self.tables:
+            raise ValueError("DbLayout needs at least its session table")
+
+    def holds(self, name: str) -> bool:
+        """True when a file called *name* is one of these databases."""
+        return fnmatchcase(name, self.file)
+
+    @property
+    def members(self) -> str:
+        """The ``SessionFiles`` pattern of its members' names."""
+        return f"{self.file}{MEMBER}*"
+
+
+def member_path(db: str, session_id: str) -> str:
+    return f"{db}{MEMBER}{session_id}"
+
+
+def split_member(path: str) -> tuple[str, str] | None:
+    """(database path, session id) of a member path, or None when *path* names none."""
+    db, sep, session_id = path.rpartition(MEMBER)
+    if not (sep and db and session_id) or "/" in session_id:
+        return None
+    return db, session_id
+
+
+def same_stamp(a: Stamp, b: Stamp) -> bool:
+    """Stamps of the same member state: all but the size (a listing does not know it)."""
+    return (a[0], a[1], a[3], a[4]) == (b[0], b[1], b[3], b[4])

@@ -1,0 +1,220 @@
+"""Sessions kept as rows of one SQLite file (OpenCode's ``opencode.db``, Goose's
+``sessions.db``): each session is read as if it were a file of its own.
+
+::
+
+    <db path>#<session id>          a member: one session inside one database file
+    list_members(db)                every member with its stamp (one query per table)
+    member_stamp(db, id)            one member's stamp (the same queries, for one session)
+    read_member(db, id)             the member's canonical bytes and the stamp they were read at
+
+**Canonical bytes.** A member is serialized to JSON lines, one object per row, tables in the
+layout's order and rows in each table's ``order`` (the table's name under ``"$table"``, every
+column by name, the ``json`` columns parsed, keys sorted). The same rows always give the same
+bytes, so the stages read a member as they read any session file, its blake3 is the source hash
+every binding checks, and the archive keeps those bytes: a deleted database still answers.
+
+**Stamps.** ``(dev, inode, size, mtime_ns, signature)`` like a file's ``(dev, inode, size,
+mtime_ns, ctime_ns)``: the database file's dev and inode, the newest update time of the
+member's rows (in ns) and a signature of each table's row count, newest update time and the
+length of its ``json`` columns, all read from inside the database. A new message moves its own
+session's stamp only. The size is the length of the bytes once read (``read_member``); a
+listing does not serialize, so it says nothing of size: compare stamps with ``same_stamp``.
+
+**Read-only, lock-free, no side files.** With a write-ahead log beside the file (a writer has
+the database open in WAL mode) it is opened ``mode=ro``: WAL readers take no lock a writer
+waits on, and the ``-shm`` the writer made is shared. With a rollback ``-journal`` beside it
+(a writer mid-commit in rollback mode, or one that crashed) it is opened ``mode=ro`` too, so
+SQLite sees the journal; that read holds a shared lock for its one transaction. Without
+either nobody is writing, and it is opened ``immutable``: no lock and no ``-wal``/``-shm``
+created (a ``mode=ro`` open of a WAL database would create both and leave them behind). A
+writer that starts during an ``immutable`` read may leave it a half-made state; the stamp then
+differs on the next look and the member is read again. Everything is read in one transaction
+(one snapshot).
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager, suppress
+from typing import Any, Final
+from urllib.parse import quote
+
+import blake3
+import orjson
+
+from store.dblayout import TABLE_KEY, DbLayout, DbTable, Stamp, member_path, split_member
+
+__all__ = [
+    "DbUnreadable",
+    "MemberTooLarge",
+    "layouts_of",
+    "list_members",
+    "member_stamp",
+    "read_member",
+]
+
+_BUSY_MS: Final = 2000
+_SIGNATURE_BITS: Final = 62
+
+
+class DbUnreadable(OSError):
+    """A session database that cannot be opened or read (not SQLite, damaged, a schema
+    without the layout's tables): its sessions are unavailable, not gone."""
+
+
+class MemberTooLarge(Exception):
+    """A session whose serialized rows pass the size limit (``maxFileBytes``): it is not
+    read further, as a session file that large is not read at all."""
+
+    def __init__(self, size: int) -> None:
+        super().__init__(f"more than {size} bytes")
+        self.size = size
+
+
+def list_members(db: str, layout: DbLayout) -> dict[str, Stamp]:
+    """Every session in *db* with its stamp (size -1: unknown before reading). Raises
+    ``FileNotFoundError`` when *db* is gone, ``DbUnreadable`` when it cannot be read."""
+    with _reading(db) as (conn, st):
+        first = layout.tables[0]
+        ids = [
+            r[0]
+            for r in _rows(conn, f"SELECT {_q(first.key)} FROM {_q(first.name)}")
+            if isinstance(r[0], str) and split_member(member_path(db, r[0])) == (db, r[0])
+        ]
+        parts: dict[str, list[tuple[Any, ...]]] = {i: [] for i in ids}
+        for table in layout.tables:
+            found = {
+                r[0]: r[1:] for r in _rows(conn, f"{_stamp_select(table)} GROUP BY {_q(table.key)}")
+            }
+            for i in ids:
+                parts[i].append(found.get(i, (0, None, 0)))
+    return {i: _stamp(st, layout, parts[i], -1) for i in sorted(ids)}
+
+
+def member_stamp(db: str, session_id: str, layout: DbLayout) -> Stamp | None:
+    """The stamp *session_id* has now (size -1), None when *db* no longer holds it."""
+    with _reading(db) as (conn, st):
+        return _member_stamp(conn, st, session_id, layout, -1)
+
+
+def read_member(
+    db: str, session_id: str, layout: DbLayout, limit: int | None = None
+) -> tuple[bytes, Stamp]:
+    """The member's canonical bytes and its stamp, read in one snapshot. Raises
+    ``FileNotFoundError`` when *db* or the session is gone; ``MemberTooLarge`` when the bytes
+    pass *limit* (no more is serialized)."""
+    with _reading(db) as (conn, st):
+        out = bytearray()
+        for table in layout.tables:
+            columns = ", ".join(_q(c) for c in table.order)
+            order = f" ORDER BY {columns}" if columns else ""
+            cursor = _execute(
+                conn,
+                f"SELECT * FROM {_q(table.name)} WHERE {_q(table.key)} = ?{order}",
+                (session_id,),
+            )
+            names = [d[0] for d in cursor.description]
+            for row in cursor:
+                out += _line(table, names, row)
+                if limit is not None and len(out) > limit:
+                    raise MemberTooLarge(len(out))
+        stamp = _member_stamp(conn, st, session_id, layout, len(out))
+    if stamp is None:
+        raise FileNotFoundError(member_path(db, session_id))
+    return bytes(out), stamp
+
+
+# -- reading ------------------------------------------------------------------------------
+
+
+@contextmanager
+def _reading(db: str) -> Iterator[tuple[sqlite3.Connection, os.stat_result]]:
+    """One read transaction on *db*, opened as the module docstring says."""
+    st = os.stat(db)  # FileNotFoundError: gone
+    # a log beside the file: a writer is (or was, and left work to recover) at it
+    live = any(os.path.exists(f"{db}{suffix}") for suffix in ("-wal", "-journal"))
+    uri = f"file:{quote(db)}?mode=ro" + ("" if live else "&immutable=1")
+    try:
+        conn = sqlite3.connect(uri, uri=True, timeout=_BUSY_MS / 1000, isolation_level=None)
+    except sqlite3.Error as exc:
+        raise DbUnreadable(f"{db}: {exc}") from exc
+    try:
+        try:
+            conn.execute("PRAGMA query_only = 1")
+            conn.execute("BEGIN")
+        except sqlite3.Error as exc:
+            raise DbUnreadable(f"{db}: {exc}") from exc
+        yield conn, st
+    finally:
+        conn.close()
+
+
+def _execute(conn: sqlite3.Connection, sql: str, args: tuple[Any, ...] = ()) -> sqlite3.Cursor:
+    try:
+        return conn.execute(sql, args)
+    except sqlite3.Error as exc:
+        raise DbUnreadable(str(exc)) from exc
+
+
+def _rows(conn: sqlite3.Connection, sql: str, args: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    try:
+        return conn.execute(sql, args).fetchall()
+    except sqlite3.Error as exc:
+        raise DbUnreadable(str(exc)) from exc
+
+
+def _q(name: str) -> str:
+    return f'"{name}"'  # names are checked identifiers (DbTable)
+
+
+def _stamp_select(table: DbTable) -> str:
+    updated = f"max({_q(table.updated)})" if table.updated else "NULL"
+    lengths = " + ".join(f"total(length({_q(c)}))" for c in table.json) or "0"
+    return f"SELECT {_q(table.key)}, count(*), {updated}, {lengths} FROM {_q(table.name)}"
+
+
+def _member_stamp(
+    conn: sqlite3.Connection, st: os.stat_result, session_id: str, layout: DbLayout, size: int
+) -> Stamp | None:
+    parts: list[tuple[Any, ...]] = []
+    for table in layout.tables:
+        found = _rows(conn, f"{_stamp_select(table)} WHERE {_q(table.key)} = ?", (session_id,))
+        parts.append(tuple(found[0][1:]) if found and found[0][1] else (0, None, 0))
+    if not parts[0][0]:
+        return None
+    return _stamp(st, layout, parts, size)
+
+
+def _stamp(st: os.stat_result, layout: DbLayout, parts: list[tuple[Any, ...]], size: int) -> Stamp:
+    newest = 0
+    for table, (_, updated, _) in zip(layout.tables, parts, strict=True):
+        if isinstance(updated, int | float) and not isinstance(updated, bool):
+            newest = max(newest, int(updated * table.scale))
+    digest = blake3.blake3(orjson.dumps([list(p) for p in parts], default=str)).digest(8)
+    signature = int.from_bytes(digest, "big") >> (64 - _SIGNATURE_BITS)
+    return (st.st_dev, st.st_ino, size, newest, signature)
+
+
+def _line(table: DbTable, names: list[str], row: tuple[Any, ...]) -> bytes:
+    value: dict[str, Any] = {TABLE_KEY: table.name}
+    for name, cell in zip(names, row, strict=True):
+        if name in table.json and isinstance(cell, str):
+            # text that is no JSON is kept as it is: the adapter names it malformed
+            with suppress(orjson.JSONDecodeError):
+                cell = orjson.loads(cell)
+        value[name] = cell
+    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS, default=_plain) + b"\n"
+
+
+def _plain(value: object) -> object:
+    if isinstance(value, bytes):
+        return value.hex()  # a BLOB column: its bytes, as text
+    raise TypeError(type(value).__name__)
+
+
+def layouts_of(specs: Mapping[str, Any]) -> dict[str, DbLayout]:
+    """agent → its database layout, from a manifest's ``sources`` (``SourceSpec``s)."""
+    return {a: s.databases[0] for a, s in specs.items() if getattr(s, "databases", ())}
