@@ -39,13 +39,16 @@ import os
 import sqlite3
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager, suppress
+from fnmatch import fnmatchcase
 from typing import Any, Final
 from urllib.parse import quote
 
 import blake3
 import orjson
 
-from store.dblayout import TABLE_KEY, DbLayout, DbTable, Stamp, member_path, split_member
+from store import dbtree
+from store.dberrors import DbUnreadable, MemberTooLarge
+from store.dblayout import TABLE_KEY, DbLayout, DbTable, DbTree, Stamp, member_path, split_member
 
 __all__ = [
     "DbUnreadable",
@@ -54,29 +57,18 @@ __all__ = [
     "list_members",
     "member_stamp",
     "read_member",
+    "superseded",
 ]
 
 _BUSY_MS: Final = 2000
 _SIGNATURE_BITS: Final = 62
 
 
-class DbUnreadable(OSError):
-    """A session database that cannot be opened or read (not SQLite, damaged, a schema
-    without the layout's tables): its sessions are unavailable, not gone."""
-
-
-class MemberTooLarge(Exception):
-    """A session whose serialized rows pass the size limit (``maxFileBytes``): it is not
-    read further, as a session file that large is not read at all."""
-
-    def __init__(self, size: int) -> None:
-        super().__init__(f"more than {size} bytes")
-        self.size = size
-
-
 def list_members(db: str, layout: DbLayout) -> dict[str, Stamp]:
     """Every session in *db* with its stamp (size -1: unknown before reading). Raises
     ``FileNotFoundError`` when *db* is gone, ``DbUnreadable`` when it cannot be read."""
+    if (tree := _tree(db, layout)) is not None:
+        return dbtree.list_tree(db, tree, superseded(db, layout))
     with _reading(db) as (conn, st):
         first = layout.tables[0]
         ids = [
@@ -96,6 +88,10 @@ def list_members(db: str, layout: DbLayout) -> dict[str, Stamp]:
 
 def member_stamp(db: str, session_id: str, layout: DbLayout) -> Stamp | None:
     """The stamp *session_id* has now (size -1), None when *db* no longer holds it."""
+    if (tree := _tree(db, layout)) is not None:
+        if session_id in superseded(db, layout, session_id):
+            return None
+        return dbtree.tree_stamp(db, session_id, tree)
     with _reading(db) as (conn, st):
         return _member_stamp(conn, st, session_id, layout, -1)
 
@@ -106,6 +102,10 @@ def read_member(
     """The member's canonical bytes and its stamp, read in one snapshot. Raises
     ``FileNotFoundError`` when *db* or the session is gone; ``MemberTooLarge`` when the bytes
     pass *limit* (no more is serialized)."""
+    if (tree := _tree(db, layout)) is not None:
+        if session_id in superseded(db, layout, session_id):
+            raise FileNotFoundError(member_path(db, session_id))
+        return dbtree.read_tree(db, session_id, tree, limit)
     with _reading(db) as (conn, st):
         out = bytearray()
         for table in layout.tables:
@@ -125,6 +125,32 @@ def read_member(
     if stamp is None:
         raise FileNotFoundError(member_path(db, session_id))
     return bytes(out), stamp
+
+
+def superseded(folder: str, layout: DbLayout, session_id: str | None = None) -> frozenset[str]:
+    """The sessions of the tree at *folder* a database beside it holds (all of them, or
+    *session_id* if it is one): the writer migrated them, so they are read from the database
+    only. A database that cannot be read supersedes nothing (its sessions are unavailable:
+    the tree's copy still answers)."""
+    root = os.path.dirname(folder)
+    first = layout.tables[0]
+    sql = f"SELECT {_q(first.key)} FROM {_q(first.name)}"
+    args: tuple[Any, ...] = ()
+    if session_id is not None:
+        sql, args = f"{sql} WHERE {_q(first.key)} = ?", (session_id,)
+    held: set[str] = set()
+    try:
+        names = sorted(e.name for e in os.scandir(root) if fnmatchcase(e.name, layout.file))
+    except OSError:
+        return frozenset()
+    for name in names:
+        with suppress(OSError), _reading(os.path.join(root, name)) as (conn, _):
+            held.update(r[0] for r in _rows(conn, sql, args) if isinstance(r[0], str))
+    return frozenset(held)
+
+
+def _tree(db: str, layout: DbLayout) -> DbTree | None:
+    return layout.tree(os.path.basename(db)) if layout.trees else None
 
 
 # -- reading ------------------------------------------------------------------------------

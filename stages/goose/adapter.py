@@ -41,6 +41,6 @@ ADAPTER = Adapter(
     normalize=normalize_goose,
     tools=TOOLS,
     mcp=mcp_parts,
-    files=SessionFiles((DATABASE.members,)),
+    files=SessionFiles(DATABASE.members),
     database=DATABASE,
 )
