@@ -53,6 +53,7 @@ from store.dblayout import TABLE_KEY, DbLayout, DbTable, DbTree, Stamp, member_p
 __all__ = [
     "DbUnreadable",
     "MemberTooLarge",
+    "is_superseded",
     "layouts_of",
     "list_members",
     "member_stamp",
@@ -147,6 +148,14 @@ def superseded(folder: str, layout: DbLayout, session_id: str | None = None) -> 
         with suppress(OSError), _reading(os.path.join(root, name)) as (conn, _):
             held.update(r[0] for r in _rows(conn, sql, args) if isinstance(r[0], str))
     return frozenset(held)
+
+
+def is_superseded(path: str, layout: DbLayout) -> bool:
+    """True when member *path* is a tree's session that a database beside it holds."""
+    where = split_member(path)
+    if where is None or _tree(where[0], layout) is None:
+        return False
+    return where[1] in superseded(where[0], layout, where[1])
 
 
 def _tree(db: str, layout: DbLayout) -> DbTree | None:
