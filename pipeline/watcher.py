@@ -397,9 +397,7 @@ class Watcher:
                     out.append(member)
                 if known is None:
                     # new here: migrated from a tree beside it, whose copy is superseded now
-                    root = os.path.dirname(db)
-                    old = (member_path(os.path.join(root, t.folder), sid) for t in layout.trees)
-                    out += [m for m in old if m in self.view]
+                    out += [m for m in layout.legacy(os.path.dirname(db), sid) if m in self.view]
         return sorted(set(out))
 
     def _tree_member_of(self, path: str) -> list[str] | None:

@@ -109,6 +109,9 @@ class DbLayout(Wired):
     trees: tuple[DbTree, ...] = field(
         default=(), metadata=wire(nested_tuple(DbTree), since=2, omit=True)
     )
+    # files in the root an older version kept one session in each, its id the file's stem,
+    # read as they are (Goose's ``*.jsonl``: ``store.dbsource``); "" when none
+    singles: str = field(default="", metadata=wire(VALUE, since=2, omit=True))
 
     def __post_init__(self) -> None:
         if not (isinstance(self.file, str) and self.file and "/" not in self.file):
@@ -117,10 +120,27 @@ class DbLayout(Wired):
             raise ValueError(f"DbLayout file must not contain {MEMBER!r}: {self.file!r}")
         if not self.tables:
             raise ValueError("DbLayout needs at least its session table")
+        if not isinstance(self.singles, str) or "/" in self.singles or MEMBER in self.singles:
+            raise ValueError(f"DbLayout singles must be a file name pattern: {self.singles!r}")
 
     def holds(self, name: str) -> bool:
         """True when an entry of the root called *name* is one of these databases or trees."""
-        return fnmatchcase(name, self.file) or self.tree(name) is not None
+        return fnmatchcase(name, self.file) or self.tree(name) is not None or self.single(name)
+
+    def single(self, name: str) -> bool:
+        """True when a file of the root called *name* holds one session of an older version
+        (``singles``), its id the name's stem."""
+        return bool(self.singles) and fnmatchcase(name, self.singles)
+
+    def legacy(self, root: str, session_id: str) -> tuple[str, ...]:
+        """The member paths session *session_id* of a database in *root* may also have in the
+        older stores beside it (``trees``, ``singles``): superseded by the database's."""
+        out = [member_path(f"{root}/{t.folder}", session_id) for t in self.trees]
+        if self.singles:
+            suffix = self.singles.removeprefix("*")
+            if "*" not in suffix and "?" not in suffix and "[" not in suffix:
+                out.append(member_path(f"{root}/{session_id}{suffix}", session_id))
+        return tuple(out)
 
     def tree(self, name: str) -> DbTree | None:
         """The tree kept in the root's folder called *name*, None when it is none."""
@@ -129,7 +149,8 @@ class DbLayout(Wired):
     @property
     def members(self) -> tuple[str, ...]:
         """The ``SessionFiles`` patterns of its members' names."""
-        return (f"{self.file}{MEMBER}*", *(f"{t.folder}{MEMBER}*" for t in self.trees))
+        singles = (f"{self.singles}{MEMBER}*",) if self.singles else ()
+        return (f"{self.file}{MEMBER}*", *(f"{t.folder}{MEMBER}*" for t in self.trees), *singles)
 
 
 def member_path(db: str, session_id: str) -> str:

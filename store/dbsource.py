@@ -46,7 +46,7 @@ from urllib.parse import quote
 import blake3
 import orjson
 
-from store import dbtree
+from store import dbsingle, dbtree
 from store.dberrors import DbUnreadable, MemberTooLarge
 from store.dblayout import TABLE_KEY, DbLayout, DbTable, DbTree, Stamp, member_path, split_member
 
@@ -70,6 +70,8 @@ def list_members(db: str, layout: DbLayout) -> dict[str, Stamp]:
     ``FileNotFoundError`` when *db* is gone, ``DbUnreadable`` when it cannot be read."""
     if (tree := _tree(db, layout)) is not None:
         return dbtree.list_tree(db, tree, superseded(db, layout))
+    if layout.single(os.path.basename(db)):
+        return dbsingle.list_single(db, superseded(db, layout, dbsingle.single_id(db)))
     with _reading(db) as (conn, st):
         first = layout.tables[0]
         ids = [
@@ -93,6 +95,10 @@ def member_stamp(db: str, session_id: str, layout: DbLayout) -> Stamp | None:
         if session_id in superseded(db, layout, session_id):
             return None
         return dbtree.tree_stamp(db, session_id, tree)
+    if layout.single(os.path.basename(db)):
+        if session_id in superseded(db, layout, session_id):
+            return None
+        return dbsingle.single_stamp(db, session_id)
     with _reading(db) as (conn, st):
         return _member_stamp(conn, st, session_id, layout, -1)
 
@@ -107,6 +113,10 @@ def read_member(
         if session_id in superseded(db, layout, session_id):
             raise FileNotFoundError(member_path(db, session_id))
         return dbtree.read_tree(db, session_id, tree, limit)
+    if layout.single(os.path.basename(db)):
+        if session_id in superseded(db, layout, session_id):
+            raise FileNotFoundError(member_path(db, session_id))
+        return dbsingle.read_single(db, session_id, limit)
     with _reading(db) as (conn, st):
         out = bytearray()
         for table in layout.tables:
@@ -129,10 +139,10 @@ def read_member(
 
 
 def superseded(folder: str, layout: DbLayout, session_id: str | None = None) -> frozenset[str]:
-    """The sessions of the tree at *folder* a database beside it holds (all of them, or
-    *session_id* if it is one): the writer migrated them, so they are read from the database
-    only. A database that cannot be read supersedes nothing (its sessions are unavailable:
-    the tree's copy still answers)."""
+    """The sessions of the tree (or single-session file) at *folder* a database beside it
+    holds (all of them, or *session_id* if it is one): the writer migrated them, so they are
+    read from the database only. A database that cannot be read supersedes nothing (its
+    sessions are unavailable: the older copy still answers)."""
     root = os.path.dirname(folder)
     first = layout.tables[0]
     sql = f"SELECT {_q(first.key)} FROM {_q(first.name)}"
@@ -153,7 +163,9 @@ def superseded(folder: str, layout: DbLayout, session_id: str | None = None) -> 
 def is_superseded(path: str, layout: DbLayout) -> bool:
     """True when member *path* is a tree's session that a database beside it holds."""
     where = split_member(path)
-    if where is None or _tree(where[0], layout) is None:
+    if where is None or not (
+        _tree(where[0], layout) is not None or layout.single(os.path.basename(where[0]))
+    ):
         return False
     return where[1] in superseded(where[0], layout, where[1])
 

@@ -111,6 +111,7 @@ DB_LAYOUTS = st.builds(
     st.sampled_from(["opencode*.db", "sessions.db"]),
     few(DB_TABLES, 1),
     few(DB_TREES),
+    st.sampled_from(["", "*.jsonl"]),
 )
 SPECS = st.builds(SourceSpec, FILES, few(FOLDERS), few(DB_LAYOUTS))
 ENTRIES = st.builds(
@@ -315,6 +316,7 @@ LAYOUTS: dict[int, dict[str, list[tuple[str, str, int, bool]]]] = {
             ("file", "value", 1, False),
             ("tables", "records:DbTable", 1, False),
             ("trees", "records:DbTree", 2, True),
+            ("singles", "value", 2, True),
         ],
         "NormalizedEntry": [
             ("index", "value", 1, False),
