@@ -56,6 +56,7 @@ __all__ = [
     "is_superseded",
     "layouts_of",
     "list_members",
+    "member_times",
     "member_stamp",
     "read_member",
     "superseded",
@@ -87,6 +88,15 @@ def list_members(db: str, layout: DbLayout) -> dict[str, Stamp]:
             for i in ids:
                 parts[i].append(found.get(i, (0, None, 0)))
     return {i: _stamp(st, layout, parts[i], -1) for i in sorted(ids)}
+
+
+def member_times(db: str, layout: DbLayout) -> dict[str, int]:
+    """Every session in *db* with the newest change known of it (ns), for a caller that only
+    asks which sessions exist: for a tree of files, without a ``stat`` of every file of every
+    session (``store.dbtree.tree_sessions``); otherwise ``list_members``' stamps."""
+    if (tree := _tree(db, layout)) is not None:
+        return dbtree.tree_sessions(db, tree, superseded(db, layout))
+    return {sid: stamp[3] for sid, stamp in list_members(db, layout).items()}
 
 
 def member_stamp(db: str, session_id: str, layout: DbLayout) -> Stamp | None:

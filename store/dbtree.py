@@ -32,7 +32,7 @@ import orjson
 from store.dberrors import MemberTooLarge
 from store.dblayout import TABLE_KEY, DbTree, Stamp
 
-__all__ = ["OWNERS_MAX", "list_tree", "read_tree", "session_of", "tree_stamp"]
+__all__ = ["OWNERS_MAX", "list_tree", "read_tree", "session_of", "tree_sessions", "tree_stamp"]
 
 _JSON: Final = ".json"
 _SIGNATURE_BITS: Final = 62
@@ -51,6 +51,16 @@ def list_tree(folder: str, tree: DbTree, skip: frozenset[str] = frozenset()) -> 
         if sid not in skip:
             out[sid] = _stamp(st, head, _levels(folder, tree, sid), -1)
     return out
+
+
+def tree_sessions(folder: str, tree: DbTree, skip: frozenset[str] = frozenset()) -> dict[str, int]:
+    """Every session of the tree but those in *skip*, with its session file's mtime: what
+    says a session exists, one ``stat`` per session (``list_tree`` stats all its files)."""
+    return {
+        sid: head[2].st_mtime_ns
+        for sid, (_, head) in sorted(_sessions(folder, tree).items())
+        if sid not in skip
+    }
 
 
 def tree_stamp(folder: str, sid: str, tree: DbTree) -> Stamp | None:

@@ -129,7 +129,7 @@ def _migrate(tmp: Path, *sids: str) -> OpenCodeDb:
     prompts = {"ses_main": f"why does the {WORD} parser fail?", "ses_other": "tidy the changelog"}
     for sid in sids:
         db.session(sid, "Fix the flaky parser")
-        db.user(sid, prompts[sid])
+        db.user(sid, prompts.get(sid, "brand new question"))
     return db
 
 
@@ -232,3 +232,18 @@ def test_a_deleted_tree_still_answers_from_the_archive(tmp_path: Path) -> None:
         runner.run_until_idle()
         assert _state(config, _member(tree, "ses_main")).archived
     assert _recall(config, query=WORD)["hits"][0]["archived"] is True
+
+
+def test_a_tree_session_the_index_has_not_seen_makes_a_global_answer_incomplete(
+    tmp_path: Path,
+) -> None:
+    config, tree = _tree(tmp_path)
+    catch_up(config, processes=1)
+    assert _recall(config, query=WORD)["coverage"]["complete"] is True
+    tree.session("ses_new", "Started after the last run")
+    tree.user("ses_new", "brand new question")
+    coverage = _recall(config, query=WORD)["coverage"]
+    assert coverage["complete"] is False and coverage["staleSessions"] == 1, coverage
+    _migrate(tmp_path, "ses_new")  # the database holds it: unseen there, not twice
+    coverage = _recall(config, query=WORD)["coverage"]
+    assert coverage["staleSessions"] == 1, coverage
