@@ -8,6 +8,11 @@
     member_stamp(db, id)            one member's stamp (the same queries, for one session)
     read_member(db, id)             the member's canonical bytes and the stamp they were read at
 
+The same four calls serve the older stores a layout names beside its databases: a tree of
+JSON files (``DbLayout.trees``, ``store.dbtree``: ``<folder>#<id>``) and files holding one
+session each (``DbLayout.singles``, ``store.dbsingle``: ``<file>#<id>``). A session a database
+beside them holds is *superseded* there: not listed, stamped or read (``superseded``).
+
 **Canonical bytes.** A member is serialized to JSON lines, one object per row, tables in the
 layout's order and rows in each table's ``order`` (the table's name under ``"$table"``, every
 column by name, the ``json`` columns parsed, keys sorted). The same rows always give the same
