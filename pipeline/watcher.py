@@ -522,27 +522,23 @@ class Observers:
             return
         handler = _Handler(self.watcher)
         for agent, root in roots.items():
-            key = str(root)
-            if key in self._watched or not root.is_dir():
-                continue
             # a session database lies in its root itself (``pipeline.discovery``), a tree of
-            # session files in a folder of its own there (watched whole)
+            # session files in a folder of its own there, watched whole (it may appear later:
+            # the scan its folder's creation requests brings it here again)
             layout = adapter(agent).database
-            deep = layout is None
-            trees = [
-                root / t.folder
-                for t in (layout.trees if layout else ())
-                if (root / t.folder).is_dir()
-            ]
-            try:
-                observer.schedule(handler, key, recursive=deep)
-                for tree in trees:
-                    observer.schedule(handler, str(tree), recursive=True)
-            except OSError as exc:  # e.g. inotify watch limit: the reconcile scan still runs
-                log.warning("watch.unavailable", root=key, error=str(exc))
-                continue
-            self._watched.add(key)
-            self.watcher.request_reconcile()
+            folders = [(root, layout is None)]
+            folders += [(root / t.folder, True) for t in (layout.trees if layout else ())]
+            for folder, deep in folders:
+                key = str(folder)
+                if key in self._watched or not folder.is_dir():
+                    continue
+                try:
+                    observer.schedule(handler, key, recursive=deep)
+                except OSError as exc:  # e.g. inotify watch limit: the reconcile scan still runs
+                    log.warning("watch.unavailable", root=key, error=str(exc))
+                    continue
+                self._watched.add(key)
+                self.watcher.request_reconcile()
 
     def stop(self) -> None:
         logging.getLogger("watchdog.observers.inotify_c").removeHandler(self._overflow)

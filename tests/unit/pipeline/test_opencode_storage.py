@@ -247,3 +247,36 @@ def test_a_tree_session_the_index_has_not_seen_makes_a_global_answer_incomplete(
     _migrate(tmp_path, "ses_new")  # the database holds it: unseen there, not twice
     coverage = _recall(config, query=WORD)["coverage"]
     assert coverage["staleSessions"] == 1, coverage
+
+
+def test_the_observer_sees_a_part_written_into_a_tree_that_appeared_later(
+    tmp_path: Path,
+) -> None:
+    import time
+
+    from pipeline.watcher import Observers, Watcher
+    from tests.doubles import MemoryJournal
+
+    config = PiRoot(tmp_path).write_config()
+    (tmp_path / "opencode").mkdir(exist_ok=True)
+    w = Watcher(
+        config, MemoryJournal(), policy="p", published=lambda: -1, settings=SETTINGS,
+        clock=lambda: 0.0, now_ns=lambda: 1,
+    )  # fmt: skip
+    w.boot()
+    observers = Observers(w)
+    observers.start(config.roots)
+    try:
+        tree = Storage(tmp_path / "opencode" / "storage")  # OpenCode < 1.2 starts: a new tree
+        tree.session("ses_a", "t")
+        mid = tree.user("ses_a", "hello")
+        w._dirty.clear()
+        observers.watch_new_roots(config.roots)  # after the scan its creation requested
+        part = tree.part("ses_a", mid, text("more"))
+        deadline = time.monotonic() + 5
+        while str(part) not in w._dirty and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert str(part) in w._dirty
+        assert w._members_of([str(part)]) == [_member(tree, "ses_a")]
+    finally:
+        observers.stop()
