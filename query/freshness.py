@@ -200,7 +200,10 @@ class Freshness:
         if where is None:
             return Observation("missing")
         try:
-            listed = None if need_hash else self._listing(where[0], layout)
+            # a tree of session files (``store.dbtree``) is stamped per session: no file of
+            # its own moves when one of its sessions grows, so no listing of it is kept
+            tree = layout.tree(os.path.basename(where[0])) is not None
+            listed = None if need_hash or tree else self._listing(where[0], layout)
             stamp = listed.get(where[1]) if listed is not None else member_stamp(*where, layout)
             if stamp is None:
                 return Observation("missing")

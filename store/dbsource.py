@@ -8,6 +8,11 @@
     member_stamp(db, id)            one member's stamp (the same queries, for one session)
     read_member(db, id)             the member's canonical bytes and the stamp they were read at
 
+The same four calls serve the older stores a layout names beside its databases: a tree of
+JSON files (``DbLayout.trees``, ``store.dbtree``: ``<folder>#<id>``) and files holding one
+session each (``DbLayout.singles``, ``store.dbsingle``: ``<file>#<id>``). A session a database
+beside them holds is *superseded* there: not listed, stamped or read (``superseded``).
+
 **Canonical bytes.** A member is serialized to JSON lines, one object per row, tables in the
 layout's order and rows in each table's ``order`` (the table's name under ``"$table"``, every
 column by name, the ``json`` columns parsed, keys sorted). The same rows always give the same
@@ -39,44 +44,40 @@ import os
 import sqlite3
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager, suppress
+from fnmatch import fnmatchcase
 from typing import Any, Final
 from urllib.parse import quote
 
 import blake3
 import orjson
 
-from store.dblayout import TABLE_KEY, DbLayout, DbTable, Stamp, member_path, split_member
+from store import dbsingle, dbtree
+from store.dberrors import DbUnreadable, MemberTooLarge
+from store.dblayout import TABLE_KEY, DbLayout, DbTable, DbTree, Stamp, member_path, split_member
 
 __all__ = [
     "DbUnreadable",
     "MemberTooLarge",
+    "is_superseded",
     "layouts_of",
     "list_members",
+    "member_times",
     "member_stamp",
     "read_member",
+    "superseded",
 ]
 
 _BUSY_MS: Final = 2000
 _SIGNATURE_BITS: Final = 62
 
 
-class DbUnreadable(OSError):
-    """A session database that cannot be opened or read (not SQLite, damaged, a schema
-    without the layout's tables): its sessions are unavailable, not gone."""
-
-
-class MemberTooLarge(Exception):
-    """A session whose serialized rows pass the size limit (``maxFileBytes``): it is not
-    read further, as a session file that large is not read at all."""
-
-    def __init__(self, size: int) -> None:
-        super().__init__(f"more than {size} bytes")
-        self.size = size
-
-
 def list_members(db: str, layout: DbLayout) -> dict[str, Stamp]:
     """Every session in *db* with its stamp (size -1: unknown before reading). Raises
     ``FileNotFoundError`` when *db* is gone, ``DbUnreadable`` when it cannot be read."""
+    if (tree := _tree(db, layout)) is not None:
+        return dbtree.list_tree(db, tree, superseded(db, layout))
+    if layout.single(os.path.basename(db)):
+        return dbsingle.list_single(db, superseded(db, layout, dbsingle.single_id(db)))
     with _reading(db) as (conn, st):
         first = layout.tables[0]
         ids = [
@@ -94,8 +95,25 @@ def list_members(db: str, layout: DbLayout) -> dict[str, Stamp]:
     return {i: _stamp(st, layout, parts[i], -1) for i in sorted(ids)}
 
 
+def member_times(db: str, layout: DbLayout) -> dict[str, int]:
+    """Every session in *db* with the newest change known of it (ns), for a caller that only
+    asks which sessions exist: for a tree of files, without a ``stat`` of every file of every
+    session (``store.dbtree.tree_sessions``); otherwise ``list_members``' stamps."""
+    if (tree := _tree(db, layout)) is not None:
+        return dbtree.tree_sessions(db, tree, superseded(db, layout))
+    return {sid: stamp[3] for sid, stamp in list_members(db, layout).items()}
+
+
 def member_stamp(db: str, session_id: str, layout: DbLayout) -> Stamp | None:
     """The stamp *session_id* has now (size -1), None when *db* no longer holds it."""
+    if (tree := _tree(db, layout)) is not None:
+        if session_id in superseded(db, layout, session_id):
+            return None
+        return dbtree.tree_stamp(db, session_id, tree)
+    if layout.single(os.path.basename(db)):
+        if session_id in superseded(db, layout, session_id):
+            return None
+        return dbsingle.single_stamp(db, session_id)
     with _reading(db) as (conn, st):
         return _member_stamp(conn, st, session_id, layout, -1)
 
@@ -106,6 +124,14 @@ def read_member(
     """The member's canonical bytes and its stamp, read in one snapshot. Raises
     ``FileNotFoundError`` when *db* or the session is gone; ``MemberTooLarge`` when the bytes
     pass *limit* (no more is serialized)."""
+    if (tree := _tree(db, layout)) is not None:
+        if session_id in superseded(db, layout, session_id):
+            raise FileNotFoundError(member_path(db, session_id))
+        return dbtree.read_tree(db, session_id, tree, limit)
+    if layout.single(os.path.basename(db)):
+        if session_id in superseded(db, layout, session_id):
+            raise FileNotFoundError(member_path(db, session_id))
+        return dbsingle.read_single(db, session_id, limit)
     with _reading(db) as (conn, st):
         out = bytearray()
         for table in layout.tables:
@@ -125,6 +151,42 @@ def read_member(
     if stamp is None:
         raise FileNotFoundError(member_path(db, session_id))
     return bytes(out), stamp
+
+
+def superseded(folder: str, layout: DbLayout, session_id: str | None = None) -> frozenset[str]:
+    """The sessions of the tree (or single-session file) at *folder* a database beside it
+    holds (all of them, or *session_id* if it is one): the writer migrated them, so they are
+    read from the database only. A database that cannot be read supersedes nothing (its
+    sessions are unavailable: the older copy still answers)."""
+    root = os.path.dirname(folder)
+    first = layout.tables[0]
+    sql = f"SELECT {_q(first.key)} FROM {_q(first.name)}"
+    args: tuple[Any, ...] = ()
+    if session_id is not None:
+        sql, args = f"{sql} WHERE {_q(first.key)} = ?", (session_id,)
+    held: set[str] = set()
+    try:
+        names = sorted(e.name for e in os.scandir(root) if fnmatchcase(e.name, layout.file))
+    except OSError:
+        return frozenset()
+    for name in names:
+        with suppress(OSError), _reading(os.path.join(root, name)) as (conn, _):
+            held.update(r[0] for r in _rows(conn, sql, args) if isinstance(r[0], str))
+    return frozenset(held)
+
+
+def is_superseded(path: str, layout: DbLayout) -> bool:
+    """True when member *path* is a tree's session that a database beside it holds."""
+    where = split_member(path)
+    if where is None or not (
+        _tree(where[0], layout) is not None or layout.single(os.path.basename(where[0]))
+    ):
+        return False
+    return where[1] in superseded(where[0], layout, where[1])
+
+
+def _tree(db: str, layout: DbLayout) -> DbTree | None:
+    return layout.tree(os.path.basename(db)) if layout.trees else None
 
 
 # -- reading ------------------------------------------------------------------------------
