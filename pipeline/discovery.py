@@ -136,9 +136,9 @@ def discover(roots: Mapping[str, Path]) -> tuple[list[Candidate], list[tuple[str
             except OSError:
                 problems.append((str(path), agent, SOURCE_UNAVAILABLE))
                 continue
-            if not os.path.isfile(path) or path.is_symlink():
-                continue
             database = adapter(agent).database
+            if database is None and (not os.path.isfile(path) or path.is_symlink()):
+                continue
             if database is None:
                 found.append(Candidate(str(path), agent, stamp_of(st)))
             elif not _members(str(path), agent, database, found):

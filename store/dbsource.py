@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import stat
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager, suppress
 from typing import Any, Final
@@ -133,7 +134,12 @@ def read_member(
 @contextmanager
 def _reading(db: str) -> Iterator[tuple[sqlite3.Connection, os.stat_result]]:
     """One read transaction on *db*, opened as the module docstring says."""
-    st = os.stat(db)  # FileNotFoundError: gone
+    st = os.lstat(db)  # FileNotFoundError: gone
+    if not stat.S_ISREG(st.st_mode):
+        # a directory, a fifo (opening it would wait for a writer for ever) or a link: links
+        # are never followed out of a root, and all of an agent's sessions live in this file,
+        # so it is named unreadable rather than skipped in silence
+        raise DbUnreadable(f"{db}: not a regular file")
     # a log beside the file: a writer is (or was, and left work to recover) at it
     live = any(os.path.exists(f"{db}{suffix}") for suffix in ("-wal", "-journal"))
     uri = f"file:{quote(db)}?mode=ro" + ("" if live else "&immutable=1")

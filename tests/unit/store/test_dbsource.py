@@ -138,3 +138,33 @@ def test_discovery_looks_for_databases_in_the_root_itself(tmp_path: Path) -> Non
     found, problems = discover({"opencode": root})
     assert {c.path.rsplit("#", 1)[0] for c in found} == {str(root / "opencode.db")}
     assert problems == []
+
+
+@pytest.mark.parametrize("kind", ["directory", "symlink", "loop", "fifo"])
+def test_a_database_name_that_is_no_regular_file_is_named_on_both_sides(
+    tmp_path: Path, kind: str
+) -> None:
+    """A directory named ``opencode.db``, a symlink (links are never followed out of a root)
+    or a link loop: every agent's sessions live in that one file, so skipping it in silence
+    would hide them all. Discovery and the reader both name it unreadable; before, discovery
+    skipped it without a word while the query side followed the link and called its sessions
+    ``stale_session`` for ever."""
+    root = tmp_path / "opencode"
+    root.mkdir()
+    db = root / "opencode.db"
+    if kind == "directory":
+        db.mkdir()
+    elif kind == "symlink":
+        real = _two(tmp_path / "elsewhere")
+        db.symlink_to(real.path)
+    elif kind == "loop":
+        db.symlink_to(db.name)
+    else:
+        import os
+
+        os.mkfifo(db)
+    with pytest.raises(DbUnreadable):
+        list_members(str(db), DATABASE)
+    found, problems = discover({"opencode": root})
+    assert found == []
+    assert problems == [(str(db), "opencode", SOURCE_UNREADABLE)]
