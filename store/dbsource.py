@@ -17,7 +17,9 @@ every binding checks, and the archive keeps those bytes: a deleted database stil
 **Stamps.** ``(dev, inode, size, mtime_ns, signature)`` like a file's ``(dev, inode, size,
 mtime_ns, ctime_ns)``: the database file's dev and inode, the newest update time of the
 member's rows (in ns) and a signature of each table's row count, newest update time and the
-length of its ``json`` columns, all read from inside the database. A new message moves its own
+length of its ``json`` columns, and the session's own row whole (one row per session: a
+rename or new token counts move the stamp whatever its update time says; Goose's counts whole
+seconds), all read from inside the database. A new message moves its own
 session's stamp only. The size is the length of the bytes once read (``read_member``); a
 listing does not serialize, so it says nothing of size: compare stamps with ``same_stamp``.
 
@@ -80,19 +82,18 @@ def list_members(db: str, layout: DbLayout) -> dict[str, Stamp]:
     ``FileNotFoundError`` when *db* is gone, ``DbUnreadable`` when it cannot be read."""
     with _reading(db) as (conn, st):
         first = layout.tables[0]
-        ids = [
-            r[0]
-            for r in _rows(conn, f"SELECT {_q(first.key)} FROM {_q(first.name)}")
-            if isinstance(r[0], str) and split_member(member_path(db, r[0])) == (db, r[0])
-        ]
-        parts: dict[str, list[tuple[Any, ...]]] = {i: [] for i in ids}
+        heads: dict[str, list[tuple[Any, ...]]] = {}
+        for r in _rows(conn, _head_select(first)):
+            if isinstance(r[0], str) and split_member(member_path(db, r[0])) == (db, r[0]):
+                heads.setdefault(r[0], []).append(r[1:])
+        parts: dict[str, list[tuple[Any, ...]]] = {i: [] for i in heads}
         for table in layout.tables:
             found = {
                 r[0]: r[1:] for r in _rows(conn, f"{_stamp_select(table)} GROUP BY {_q(table.key)}")
             }
-            for i in ids:
+            for i in heads:
                 parts[i].append(found.get(i, (0, None, 0)))
-    return {i: _stamp(st, layout, parts[i], -1) for i in sorted(ids)}
+    return {i: _stamp(st, layout, parts[i], -1, heads[i]) for i in sorted(heads)}
 
 
 def member_stamp(db: str, session_id: str, layout: DbLayout) -> Stamp | None:
@@ -182,6 +183,12 @@ def _stamp_select(table: DbTable) -> str:
     return f"SELECT {_q(table.key)}, count(*), {updated}, {lengths} FROM {_q(table.name)}"
 
 
+def _head_select(first: DbTable) -> str:
+    """The session table's rows whole, after their key: one row per session, so hashing it
+    costs nothing per message, and a change to any of its columns moves the stamp."""
+    return f"SELECT {_q(first.key)}, * FROM {_q(first.name)}"
+
+
 def _member_stamp(
     conn: sqlite3.Connection, st: os.stat_result, session_id: str, layout: DbLayout, size: int
 ) -> Stamp | None:
@@ -191,15 +198,27 @@ def _member_stamp(
         parts.append(tuple(found[0][1:]) if found and found[0][1] else (0, None, 0))
     if not parts[0][0]:
         return None
-    return _stamp(st, layout, parts, size)
+    first = layout.tables[0]
+    head = _rows(conn, f"{_head_select(first)} WHERE {_q(first.key)} = ?", (session_id,))
+    return _stamp(st, layout, parts, size, [r[1:] for r in head])
 
 
-def _stamp(st: os.stat_result, layout: DbLayout, parts: list[tuple[Any, ...]], size: int) -> Stamp:
+def _stamp(
+    st: os.stat_result,
+    layout: DbLayout,
+    parts: list[tuple[Any, ...]],
+    size: int,
+    head: list[tuple[Any, ...]],
+) -> Stamp:
     newest = 0
     for table, (_, updated, _) in zip(layout.tables, parts, strict=True):
         if isinstance(updated, int | float) and not isinstance(updated, bool):
             newest = max(newest, int(updated * table.scale))
-    digest = blake3.blake3(orjson.dumps([list(p) for p in parts], default=str)).digest(8)
+    # the session row itself is in the signature: a title or token count rewritten within
+    # the same update time (Goose's ``updated_at`` counts whole seconds; a writer may not
+    # move it at all) must still move the stamp, or the change is never read
+    signed = [[list(p) for p in parts], sorted((list(r) for r in head), key=repr)]
+    digest = blake3.blake3(orjson.dumps(signed, default=_plain_or_str)).digest(8)
     signature = int.from_bytes(digest, "big") >> (64 - _SIGNATURE_BITS)
     return (st.st_dev, st.st_ino, size, newest, signature)
 
@@ -219,6 +238,10 @@ def _plain(value: object) -> object:
     if isinstance(value, bytes):
         return value.hex()  # a BLOB column: its bytes, as text
     raise TypeError(type(value).__name__)
+
+
+def _plain_or_str(value: object) -> object:
+    return value.hex() if isinstance(value, bytes) else str(value)
 
 
 def layouts_of(specs: Mapping[str, Any]) -> dict[str, DbLayout]:
