@@ -27,7 +27,7 @@ import blake3
 from query.changes import Batch, Changes
 from store.archive import Archive
 from store.dblayout import DbLayout, Stamp, same_stamp, split_member
-from store.dbsource import list_members, member_stamp, read_member
+from store.dbsource import QUERY_BUSY_MS, list_members, member_stamp, read_member
 from store.errors import CorruptRecord
 from store.records import SessionState
 
@@ -205,7 +205,7 @@ class Freshness:
             return Observation("missing")
         try:
             if need_hash:
-                stamp = member_stamp(*where, layout)
+                stamp = member_stamp(*where, layout, busy_ms=QUERY_BUSY_MS)
             else:
                 listed = self._listing(where[0], layout)
                 if listed is None:
@@ -219,7 +219,7 @@ class Freshness:
                 return Observation("fresh", state.source_hash)
             if not need_hash:
                 return Observation("changed")
-            data, _ = read_member(*where, layout)
+            data, _ = read_member(*where, layout, busy_ms=QUERY_BUSY_MS)
         except FileNotFoundError:
             return Observation("missing")
         except OSError:
@@ -240,13 +240,13 @@ class Freshness:
         ):
             return found[1]
         try:
-            listed: dict[str, Stamp] | None = list_members(db, layout)
+            listed: dict[str, Stamp] | None = list_members(db, layout, busy_ms=QUERY_BUSY_MS)
         except FileNotFoundError:
             return {}  # gone: every member missing
         except OSError:
             # remembered a moment: a database locked by a writer costs each look of one of
             # its sessions the busy wait otherwise (a recall over many: many waits)
-            listed = None
+            listed, now = None, time.monotonic()
         if len(self._listings) >= _CACHE_MAX:
             self._listings.clear()
         self._listings[db] = (key, listed, now)

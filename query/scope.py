@@ -32,7 +32,7 @@ from query.args import Scope
 from query.changes import Batch, Changes
 from query.generation import Generation, order_key
 from store.dblayout import member_path
-from store.dbsource import list_members
+from store.dbsource import QUERY_BUSY_MS, list_members
 from store.reasons import SOURCE_UNREADABLE, STALE_SESSION
 from store.records import AGENTS, SessionState
 from store.sources import HOME, TMPDIR, SessionFiles, folder_names
@@ -484,7 +484,7 @@ def _unseen_members(
         for name in names:
             db = os.path.join(folder, name)
             try:
-                members = list_members(db, layout)
+                members = list_members(db, layout, busy_ms=QUERY_BUSY_MS)
             except FileNotFoundError:
                 continue
             except OSError:

@@ -51,6 +51,7 @@ import orjson
 from store.dblayout import TABLE_KEY, DbLayout, DbTable, Stamp, member_path, split_member
 
 __all__ = [
+    "QUERY_BUSY_MS",
     "DbUnreadable",
     "MemberTooLarge",
     "layouts_of",
@@ -60,6 +61,10 @@ __all__ = [
 ]
 
 _BUSY_MS: Final = 2000
+# A query waits no longer for a writer's lock: a commit holds it for milliseconds, and one
+# held longer (a writer's long transaction) is not worth a person's wait; the database is
+# then named unreadable for that answer.
+QUERY_BUSY_MS: Final = 250
 _SIGNATURE_BITS: Final = 62
 
 
@@ -77,10 +82,11 @@ class MemberTooLarge(Exception):
         self.size = size
 
 
-def list_members(db: str, layout: DbLayout) -> dict[str, Stamp]:
+def list_members(db: str, layout: DbLayout, *, busy_ms: int | None = None) -> dict[str, Stamp]:
     """Every session in *db* with its stamp (size -1: unknown before reading). Raises
-    ``FileNotFoundError`` when *db* is gone, ``DbUnreadable`` when it cannot be read."""
-    with _reading(db) as (conn, st):
+    ``FileNotFoundError`` when *db* is gone, ``DbUnreadable`` when it cannot be read (also
+    after *busy_ms* waiting for a writer's lock; default ``_BUSY_MS``)."""
+    with _reading(db, busy_ms) as (conn, st):
         first = layout.tables[0]
         heads: dict[str, list[tuple[Any, ...]]] = {}
         for r in _rows(conn, _head_select(first)):
@@ -96,19 +102,26 @@ def list_members(db: str, layout: DbLayout) -> dict[str, Stamp]:
     return {i: _stamp(st, layout, parts[i], -1, heads[i]) for i in sorted(heads)}
 
 
-def member_stamp(db: str, session_id: str, layout: DbLayout) -> Stamp | None:
+def member_stamp(
+    db: str, session_id: str, layout: DbLayout, *, busy_ms: int | None = None
+) -> Stamp | None:
     """The stamp *session_id* has now (size -1), None when *db* no longer holds it."""
-    with _reading(db) as (conn, st):
+    with _reading(db, busy_ms) as (conn, st):
         return _member_stamp(conn, st, session_id, layout, -1)
 
 
 def read_member(
-    db: str, session_id: str, layout: DbLayout, limit: int | None = None
+    db: str,
+    session_id: str,
+    layout: DbLayout,
+    limit: int | None = None,
+    *,
+    busy_ms: int | None = None,
 ) -> tuple[bytes, Stamp]:
     """The member's canonical bytes and its stamp, read in one snapshot. Raises
     ``FileNotFoundError`` when *db* or the session is gone; ``MemberTooLarge`` when the bytes
     pass *limit* (no more is serialized)."""
-    with _reading(db) as (conn, st):
+    with _reading(db, busy_ms) as (conn, st):
         out = bytearray()
         for table in layout.tables:
             columns = ", ".join(_q(c) for c in table.order)
@@ -133,7 +146,9 @@ def read_member(
 
 
 @contextmanager
-def _reading(db: str) -> Iterator[tuple[sqlite3.Connection, os.stat_result]]:
+def _reading(
+    db: str, busy_ms: int | None = None
+) -> Iterator[tuple[sqlite3.Connection, os.stat_result]]:
     """One read transaction on *db*, opened as the module docstring says."""
     st = os.lstat(db)  # FileNotFoundError: gone
     if not stat.S_ISREG(st.st_mode):
@@ -145,7 +160,12 @@ def _reading(db: str) -> Iterator[tuple[sqlite3.Connection, os.stat_result]]:
     live = any(os.path.exists(f"{db}{suffix}") for suffix in ("-wal", "-journal"))
     uri = f"file:{quote(db)}?mode=ro" + ("" if live else "&immutable=1")
     try:
-        conn = sqlite3.connect(uri, uri=True, timeout=_BUSY_MS / 1000, isolation_level=None)
+        conn = sqlite3.connect(
+            uri,
+            uri=True,
+            timeout=(_BUSY_MS if busy_ms is None else busy_ms) / 1000,
+            isolation_level=None,
+        )
     except sqlite3.Error as exc:
         raise DbUnreadable(f"{db}: {exc}") from exc
     try:

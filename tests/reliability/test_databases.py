@@ -58,6 +58,7 @@ from tests.reliability.test_differential import records_of
 FULL = os.environ.get("SESSIONDEX_ATTACKS") == "full"
 STEPS = 240 if FULL else 24
 WRITES = 600 if FULL else 60
+KILLS = 8 if FULL else 1
 SETTINGS = RunSettings(workers=1, reconcile_s=3600.0)
 DATABASE_AGENTS = tuple(a for a in agent_names() if adapter(a).database is not None)
 
@@ -359,11 +360,15 @@ def test_a_writer_process_pipeline_run_sigkill_and_readers_converge(tmp_path: Pa
         )  # fmt: skip
         started = time.monotonic()
         reader.start()
-        # SIGKILL the pipeline mid-write (a random moment), then start it again
-        time.sleep(random.Random(22).uniform(0.4, 1.0))
-        if writer.poll() is None:
+        # SIGKILL the pipeline mid-write at random moments, each time starting it again
+        moments = random.Random(22)
+        for _ in range(KILLS):
+            time.sleep(moments.uniform(0.4, 1.0))
+            if writer.poll() is not None:
+                break
             os.kill(live.pid, signal.SIGKILL)
-            live.process.wait(30) if live.process else None
+            assert live.process is not None
+            live.process.wait(30)
             killed += 1
             live = LivePipeline(tmp_path / "config.toml").start()
         out, err = writer.communicate(timeout=300)
@@ -447,3 +452,80 @@ def test_garbage_rows_and_rows_past_max_file_bytes_are_named(tmp_path: Path, age
     assert member_path(str(path), sid) in published(config.index_dir)  # indexed, named
     assert page["coverage"]["complete"] is False
     assert {"malformed_line", "oversized_file"} <= set(page["coverage"]["reasons"]), page
+
+
+# -- a writer holding the lock -------------------------------------------------------------
+
+HOLD = r"""
+import sqlite3, sys, time
+path, table, key, mode = sys.argv[1:5]
+c = sqlite3.connect(path, isolation_level=None)
+c.execute(f"PRAGMA journal_mode = {'WAL' if mode == 'wal' else 'DELETE'}")
+if mode == "wal":
+    c.execute("PRAGMA locking_mode = EXCLUSIVE")  # readers of its log wait too
+c.execute("BEGIN EXCLUSIVE")
+c.execute(f'UPDATE "{table}" SET "{key}" = "{key}"')  # a pending write: a hot journal
+print("held", flush=True)
+time.sleep(120)
+"""
+
+
+# every agent in both modes with the fuller budget; by default each agent in one of them
+LOCK_CASES = [
+    (agent, mode)
+    for n, agent in enumerate(DATABASE_AGENTS)
+    for mode in ("rollback", "wal")
+    if FULL or mode == ("rollback", "wal")[n % 2]
+]
+
+
+@pytest.mark.parametrize(("agent", "mode"), LOCK_CASES)
+def test_a_database_locked_by_a_writer_is_named_and_nothing_waits_long(
+    tmp_path: Path, agent: str, mode: str
+) -> None:
+    """A writer holds an EXCLUSIVE transaction with a write pending (rollback journal), or
+    keeps its WAL database in exclusive locking mode: `run --once` and recall name the
+    database (never ``complete``) within a few busy timeouts, and once it lets go the
+    answer is complete again."""
+    config = PiRoot(tmp_path).write_config()
+    path = _db_path(tmp_path, agent)
+    writer = WRITERS[agent](path, random.Random(3))
+    for _ in range(6):
+        writer.step()
+    catch_up(config, processes=1)
+    layout = adapter(agent).database
+    assert layout is not None
+    first = layout.tables[0]
+    hold = subprocess.Popen(
+        [sys.executable, "-c", HOLD, str(path), first.name, first.key, mode],
+        stdout=subprocess.PIPE,
+    )  # fmt: skip
+    try:
+        assert hold.stdout is not None and hold.stdout.readline() == b"held\n"
+        started = time.monotonic()
+        done = subprocess.run(
+            [sys.executable, "-m", "pipeline", "run", "--once", "--config",
+             str(tmp_path / "config.toml")],
+            capture_output=True, timeout=120,
+        )  # fmt: skip
+        once = time.monotonic() - started
+        assert done.returncode == 0, done.stderr[-2000:]
+        started = time.monotonic()
+        with Engine(config) as engine:
+            page = engine.recall({"query": "dbword1", "scope": "global", "agent": agent}, cwd="/")
+        recall_s = time.monotonic() - started
+    finally:
+        hold.kill()
+        hold.communicate()
+    assert page["coverage"]["complete"] is False
+    assert {"source_unreadable", "source_unavailable"} & set(page["coverage"]["reasons"]), page
+    catch_up(config, processes=1)
+    with Engine(config) as engine:
+        after = engine.recall({"query": "dbword1", "scope": "global", "agent": agent}, cwd="/")
+    assert after["coverage"]["complete"], after["coverage"]
+    print(
+        f"\n{agent} locked ({mode}): run --once {once:.1f} s, recall {recall_s:.1f} s, "
+        f"reasons {page['coverage']['reasons']}; released: complete"
+    )
+    # a query waits QUERY_BUSY_MS (250 ms) a look, one look per database: not 2 s per session
+    assert recall_s < 3, recall_s

@@ -270,8 +270,10 @@ def test_a_database_locked_by_a_writer_costs_a_recall_one_wait_not_one_per_sessi
     """A writer holding an EXCLUSIVE lock (rollback journal, mid-transaction): each read
     waits the busy timeout and fails. Before, a recall waited it twice per session of the
     database (its listing, then its own stamp) plus once for the unseen sessions: 6 s for one
-    session, 2 s more per session. Now one failed listing answers for every session in it."""
+    session, 2 s more per session. Now one failed listing answers for every session in it,
+    and a query waits ``QUERY_BUSY_MS`` (250 ms), not the pipeline's 2 s."""
     import sqlite3
+    import time
     from contextlib import contextmanager
 
     import store.dbsource as dbsource
@@ -288,23 +290,25 @@ def test_a_database_locked_by_a_writer_costs_a_recall_one_wait_not_one_per_sessi
     real = dbsource._reading
 
     @contextmanager
-    def counted(path: str) -> Any:
+    def counted(path: str, *args: Any) -> Any:
         try:
-            with real(path) as found:
+            with real(path, *args) as found:
                 yield found
         except dbsource.DbUnreadable:
             waits.append(path)
             raise
 
-    monkeypatch.setattr(dbsource, "_BUSY_MS", 50)
     monkeypatch.setattr(dbsource, "_reading", counted)
     writer = sqlite3.connect(db.path, isolation_level=None)
     try:
         writer.execute("BEGIN EXCLUSIVE")
         writer.execute("UPDATE message SET time_updated = time_updated + 1")
+        started = time.monotonic()
         page = _recall(config, query=WORD)
+        waited = time.monotonic() - started
     finally:
         writer.close()
     assert page["coverage"]["complete"] is False
     assert "source_unavailable" in page["coverage"]["reasons"]
     assert len(waits) <= 2, waits  # the listing, and the unseen sessions' own look
+    assert waited < 1.5, waited  # two waits of 250 ms, and the answer's own work
