@@ -32,6 +32,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 
 from stages.agents import adapter
@@ -204,3 +205,46 @@ def test_every_agent_has_a_place_for_a_session(agent: str) -> None:
     assert found.database is not None or found.files.patterns, agent
     place = session_place(Path("/r"), agent, "k")
     assert found.files.holds(str(place)) or found.database is not None, (agent, place)
+
+
+def test_the_always_on_watcher_lives_beside_hostile_databases(tmp_path: Path) -> None:
+    """`pipeline run` over roots whose session database is a fifo, a directory, garbage:
+    it comes up, names each, and keeps indexing the sessions around them (a fifo named
+    ``opencode.db`` used to block every look at it for ever)."""
+    from pipeline.status import collect_status
+    from store.config import load_config
+    from tests.doubles import LivePipeline, wait_for
+    from tests.helpers import header, user
+
+    root = PiRoot(tmp_path)
+    root.write_config()
+    kinds = [_fifo, _directory, _garbage, _loop]
+    places = {}
+    for n, agent in enumerate(a for a in agent_names() if adapter(a).database is not None):
+        path = session_place(root.base / agent, agent, "watched")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        kinds[n % len(kinds)](path)
+        places[agent] = path
+    pi = root.session("s", [header("s1", "/w"), user("u1", None, "first words", 1)])
+    config = load_config(root.config_path)
+    live = LivePipeline(root.config_path).start()
+    try:
+        live.wait_ready(root.index, timeout=60)
+        with pi.open("ab") as f:  # an append beside them is indexed: the watcher lives
+            f.write(orjson.dumps(user("u2", "u1", "watchedterm later", 2)) + b"\n")
+
+        def found() -> bool:
+            from query.engine import Engine
+
+            with Engine(config) as engine:
+                page = engine.recall({"query": "watchedterm", "scope": "global"}, cwd="/")
+            return page["total"] == 1
+
+        wait_for(found, timeout=60, what="the append beside hostile databases")
+        skipped = {s["path"]: s["reason"] for s in collect_status(config).skipped_sessions}
+    finally:
+        code = live.stop()
+    assert code == 0
+    for agent, path in places.items():
+        assert skipped.get(str(path)) == "source_unreadable", (agent, path, skipped)
+    print(f"\nalways-on beside {len(places)} hostile session databases: alive, each named")
