@@ -1,18 +1,19 @@
 """The processes the supervisor starts: what each runs, and how it reports back.
 
-Every child is forked by ``multiprocess``'s fork server (started by the supervisor, with this
-module imported once) and receives only picklable values (the config, the settings, shared
-flags, its end of a pipe). It then:
+Every child is forked by the supervisor (which imported this module and warmed what it uses
+before) and is handed the config, the settings, shared flags and its end of a pipe. It then:
 
-1. dies with its parent, the fork server (Linux ``PR_SET_PDEATHSIG``; elsewhere it polls
-   ``getppid``), which exits when the supervisor does, so a supervisor killed with SIGKILL
-   leaves no orphan behind;
+1. dies with its parent, the supervisor (Linux ``PR_SET_PDEATHSIG``; elsewhere it polls
+   ``getppid``), so a supervisor killed with SIGKILL leaves no orphan behind;
 2. ignores SIGINT (a terminal's Ctrl-C reaches the whole process group; the supervisor decides)
-   and turns SIGTERM into a stop flag;
+   and turns SIGTERM into a stop flag; the supervisor's signal wakeup descriptor, inherited
+   with the fork, is let go (the child's signals are its own);
 3. boots its role (``watcher``, ``index``, ``publisher``) and says ``("ready", pid)``, or
    ``("boot_failed", traceback)`` and exits with ``EXIT_BOOT``;
 4. runs ``loop_once`` until told to stop, beating its heartbeat and sending ``("stats", …)``
-   once a second; a crash sends ``("crashed", traceback)`` before the process exits.
+   once a second, and ``("warm", pid)`` once its start-up work is done (the watcher's first
+   reconcile, an index worker's warming: ``warm()``); a crash sends ``("crashed", traceback)``
+   before the process exits.
 """
 
 from __future__ import annotations
@@ -81,7 +82,7 @@ class ChildSpec:
     name: str
     config: Config
     settings: RunSettings
-    parent_pid: int  # the fork server's: the process that forks the children
+    parent_pid: int  # the supervisor's: the process that forks the children
     worker_id: int = 0
     log_json: bool = True
     log_level: int = 20
@@ -137,10 +138,16 @@ class Shared:
     # a worker waits on its own instead of sleeping out its idle timer
     wakes: tuple[Any, ...] = ()
     breadcrumb: Breadcrumb | None = None  # an index worker's: the session it works on
+    # set once the watcher has journaled what changed before the start: index workers warm
+    # sessions only after that, so the changes a start finds are handled first
+    watching: Flag | None = None
 
 
 class _Role(Protocol):
     def loop_once(self, now: float) -> bool: ...
+
+    def warm(self) -> bool:
+        """True once the work a start brings is done (then the pipeline is ready)."""
 
     def statistics(self) -> dict[str, object]: ...
 
@@ -150,6 +157,7 @@ class _Role(Protocol):
 def child_main(spec: ChildSpec, shared: Shared, conn: _Conn) -> None:
     """The target of every child."""
     _die_with_parent(spec.parent_pid)
+    signal.set_wakeup_fd(-1)
     terminated: list[int] = []
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, lambda signum, frame: terminated.append(signum))
@@ -203,12 +211,16 @@ def _run(
     settings = spec.settings
     idle = settings.idle_min_s
     stats_at = 0.0
+    warm = False
     while not stopping():
         now = time.monotonic()
         shared.heartbeat.value = time.time()
         if os.getppid() != spec.parent_pid:
             os._exit(EXIT_ORPHANED)  # the supervisor is gone: nothing may outlive it
         busy = role.loop_once(now)
+        if not warm and role.warm():
+            warm = True
+            conn.send(("warm", os.getpid()))
         if now - stats_at >= _STATS_EVERY_S:
             conn.send(("stats", role.statistics()))
             stats_at = now
@@ -302,6 +314,9 @@ class _WatcherRole:
             self.observers.watch_new_roots(self.config.roots)  # a root may appear later
         return busy
 
+    def warm(self) -> bool:
+        return self.watcher.reconciles > 0  # every change made before the start is journaled
+
     def statistics(self) -> dict[str, object]:
         s = self.watcher.statistics()
         return {
@@ -352,8 +367,8 @@ class _QueueInbox:
 class _IndexRole:
     def __init__(self, spec: ChildSpec, shared: Shared, stopping: Callable[[], bool]) -> None:
         config = spec.config
-        # Importing it warms this process (the fork server did already): not in the module
-        # header, which `pipeline status` imports through the supervisor's.
+        # Importing it warms this process (the supervisor did already, before the fork): not
+        # in the module header, which `pipeline status` imports through the supervisor's.
         from pipeline.preload import warm
 
         warm(policy_of(config))  # at boot, not on the first session
@@ -369,10 +384,19 @@ class _IndexRole:
             quarantine={q.path: q for q in spec.quarantine},
         )
         self.worker.boot()
+        self._watching = shared.watching
+        self._planned = False
         self.wake = _Semaphore(shared.wakes[0]) if shared.wakes else None
 
     def loop_once(self, now: float) -> bool:
+        if not self._planned and (self._watching is None or self._watching.is_set()):
+            # the journal holds the start's changes by now, and loop_once reads it first
+            self._planned = True
+            self.worker.plan_warm()
         return self.worker.loop_once(now)
+
+    def warm(self) -> bool:
+        return self._planned and not self.worker.warming()
 
     def statistics(self) -> dict[str, object]:
         return self.worker.statistics()
@@ -421,6 +445,9 @@ class _PublisherRole:
     def loop_once(self, now: float) -> bool:
         # Block on the queue itself: a handed-over batch is published at once.
         return self.publisher.loop_once(now, wait=self.wait)
+
+    def warm(self) -> bool:
+        return True
 
     def statistics(self) -> dict[str, object]:
         return self.publisher.statistics()

@@ -120,6 +120,7 @@ class EngineCounters:
     merges: int = 0
     compactions: int = 0
     merge_bytes: int = 0
+    warmed: int = 0
 
     def as_dict(self) -> dict[str, int]:
         return {
@@ -131,6 +132,7 @@ class EngineCounters:
             "merges": self.merges,
             "compactions": self.compactions,
             "mergeBytes": self.merge_bytes,
+            "warmed": self.warmed,
         }
 
 
@@ -373,6 +375,19 @@ class SessionEngine:
         self.counters.merges += 1
         self.counters.merge_bytes += self.writer.bytes_written - before
         return change
+
+    def warm(self, path: str, agent: str, tier: str) -> Change:
+        """Give a session hot state before its next append (a whole build, so its next
+        append takes the append path): what a fresh worker does for the sessions most
+        likely to be appended to next, so the first append after a start is not the one
+        that pays for it (issue 22 item 11)."""
+        change = self.whole(path, agent, tier)
+        self.counters.whole -= 1
+        self.counters.warmed += 1
+        return change
+
+    def is_hot(self, path: str) -> bool:
+        return path in self._hot
 
     def forget(self, path: str) -> None:
         self._hot.pop(path, None)

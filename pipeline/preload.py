@@ -1,4 +1,4 @@
-"""What the fork server loads once, before it forks any child (``pipeline.supervisor``).
+"""What the supervisor loads once, before it forks any child (``pipeline.supervisor``).
 
 A child would otherwise pay for these on its first session, so the first append after
 start-up waited on them (issue 22 item 11): each agent's adapter modules, imported on first

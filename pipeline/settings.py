@@ -37,6 +37,10 @@ class RunSettings:
     checkpoint_s: float = 1.0
     idle_min_s: float = 0.005
     idle_max_s: float = 0.05
+    # An always-on worker that just started builds its most recently changed hot sessions
+    # whole while idle, newest first, up to this many source bytes (and the engine's hot
+    # capacity), so the first append to one takes the append path (IndexWorker.plan_warm)
+    warm_bytes: int = 4 << 20
     # publisher
     publish_min_s: float = 0.02
     publish_bytes_per_s: float = 20e6

@@ -217,6 +217,9 @@ def collect_pipeline(config: Config, now_ns: int | None = None) -> dict[str, Any
         "running": running,
         "pid": run.get("pid") if running else None,
         "state": run.get("state", "never run") if running else "stopped",
+        # every process up, the first reconcile journaled, the workers warm (pipeline.ready)
+        "ready": bool(running and run.get("ready")),
+        "readyAt": run.get("readyAt") if running else None,
         "journal": {
             "first": stats.first if stats else None,
             "head": stats.head if stats else None,
@@ -413,7 +416,8 @@ def _render_pipeline(p: dict[str, Any]) -> list[str]:
     head = p["journal"]["head"]
     lines = [
         f"pipeline    {'running (pid ' + str(p['pid']) + ')' if p['running'] else 'not running'}"
-        f"; lag {lag['events']} events"
+        + ("" if not p["running"] else ", ready" if p["ready"] else ", starting")
+        + f"; lag {lag['events']} events"
         + (f", oldest waiting {oldest:.1f}s" if oldest is not None else "")
         + f"; {p['restarts']} restarts",
         # an empty journal's head is -1: say what that means instead of printing it

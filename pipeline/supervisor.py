@@ -8,15 +8,21 @@
       upgrade: an index another format or derivation wrote is derived again first, as
                  `pipeline run --once` does (pipeline.upgrade): one generation, published
                  whole, before any child starts (so no child publishes a partial one)
-      spawn ("forkserver" context, picklable arguments; pipeline.children): one server
-      process imports the children's modules once and forks every child from itself, so a
-      (re)start costs a fork, not an interpreter per child importing everything on loaded
-      cores (issue 22 item 11: that made the first append after start-up take seconds)
+      fork ("fork" context; pipeline.children): this process imports the children's modules
+      and warms them (pipeline.preload) before it forks any child, so a (re)start costs a
+      fork, not an interpreter per child importing everything on loaded cores (issue 22
+      item 11: that made the first append after start-up take seconds). This process never
+      starts a thread, so a fork never copies a lock some other thread held.
 
           watcher ──► journal ◄── index-0 … index-(n-1) ══ bounded Queue ══► publisher
 
       loop: wait(child sentinels + child pipes + signal wakeup, 0.5 s)
         ("ready")            boot done                ("stats", {...})   kept for status
+        ("warm")             its start-up work done (the watcher's first reconcile, an index
+                             worker's warming): once every child is, the pipeline is ready
+                             (event pipeline.ready; "ready"/"readyAt" in the state file).
+                             Index workers warm only after the watcher's: the changes the
+                             start found go first (the shared flag "watching")
         ("crashed", tb)      traceback for the log    ("boot_failed", tb)
         a child exits after "ready"  ─► worker.crashed (with its traceback) ─► restart after a
             capped, doubling backoff. Index workers and the publisher restart as one group:
@@ -30,9 +36,9 @@
       run/supervisor.json, every few seconds and on changes: children, states, restarts,
       heartbeats and statistics, for `pipeline status`
 
-Children die with their parent, the fork server (PR_SET_PDEATHSIG, or polling getppid), and
-the fork server exits when the supervisor's end of its pipe closes, so even SIGKILL leaves no
-orphan; everything they write is crash-safe, so killing one is always allowed.
+Children die with their parent, the supervisor (PR_SET_PDEATHSIG, or polling getppid), so
+even SIGKILL leaves no orphan; everything they write is crash-safe, so killing one is always
+allowed.
 """
 
 from __future__ import annotations
@@ -41,6 +47,7 @@ import contextlib
 import os
 import signal
 import socket
+import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -109,6 +116,7 @@ class _Child:
     state: str = "starting"
     restarts: int = 0
     ready: bool = False
+    warm: bool = False
     started_ns: int = 0
     last_error: str | None = None
     exitcode: int | None = None
@@ -141,14 +149,16 @@ class ProcessSupervisor:
         self.settings = settings
         self.log_json = log_json
         self.log_level = log_level
-        self.ctx = multiprocess.get_context("forkserver")
-        # Imported once in the fork server, before any child is forked (see the docstring);
-        # the target's own module too, since tests inject faults through it.
-        preload = {"pipeline.children", "pipeline.preload", target.__module__}
-        self.ctx.set_forkserver_preload(sorted(preload))
+        # Children are forked from this process, warm (see the module docstring). Importing
+        # pipeline.preload warms the adapters and credential rules once, here; deferred like
+        # multiprocess, since `pipeline status` imports this module.
+        import pipeline.preload  # noqa: F401
+
+        self.ctx = multiprocess.get_context("fork")
         self.layout = IndexLayout(config.index_dir)
         self.stop_work = Flag(self.ctx.Value("b", 0, lock=False))
         self.stop_publisher = Flag(self.ctx.Value("b", 0, lock=False))
+        self.watching = Flag(self.ctx.Value("b", 0, lock=False))
         self.published = self.ctx.Value("q", -1, lock=False)
         self.wakes = tuple(self.ctx.Semaphore(0) for _ in range(settings.workers))
         self.results: Any = None
@@ -160,6 +170,7 @@ class ProcessSupervisor:
         self._state_at = 0.0
         self._state_dirty = True
         self._started_ns = time.time_ns()
+        self._ready_ns: int | None = None
         names = [("watcher", "watcher", _WATCH, 0)]
         names += [(f"index-{k}", "index", _INDEX, k) for k in range(settings.workers)]
         names.append(("publisher", "publisher", _INDEX, 0))
@@ -206,6 +217,7 @@ class ProcessSupervisor:
                         )
                         return self._shutdown(EXIT_BOOT_FAILED)
                     self._wait(wakeup, 0.5)
+                    self._note_ready()
                     self._reap()
                     self._restart_due()
                     self._check_stalls()
@@ -213,7 +225,17 @@ class ProcessSupervisor:
             finally:
                 self._kill_all()
                 self._write_state(final=True)
-                _stop_fork_server()
+
+    def _ready(self) -> bool:
+        """Every child is up and done with what a start brings."""
+        return all(c.ready and c.warm and c.exitcode is None for c in self.children.values())
+
+    def _note_ready(self) -> None:
+        if self._ready_ns is not None or not self._ready():
+            return
+        self._ready_ns = time.time_ns()
+        self._state_dirty = True
+        log.info("pipeline.ready", seconds=round((self._ready_ns - self._started_ns) / 1e9, 3))
 
     def _preflight(self) -> None:
         """Fail at once (StoreLocked) if another writer runs; wait a little for a previous
@@ -291,7 +313,7 @@ class ProcessSupervisor:
             name=child.name,
             config=self.config,
             settings=self.settings,
-            parent_pid=_fork_server_pid(),
+            parent_pid=os.getpid(),
             worker_id=child.worker_id,
             log_json=self.log_json,
             log_level=self.log_level,
@@ -306,10 +328,13 @@ class ProcessSupervisor:
             published=self.published,
             results=self.results if child.group == _INDEX else None,
             wakes=_wakes_of(child, self.wakes),
+            watching=self.watching if child.role == "index" else None,
             breadcrumb=child.breadcrumb,
             alive=child.alive,
         )
         child.heartbeat.value = child.alive.value = time.time()
+        if threading.active_count() > 1:  # a fork copies locks that other threads may hold
+            log.warning("supervisor.threaded", threads=[t.name for t in threading.enumerate()])
         process = self.ctx.Process(
             target=self.target, args=(spec, shared, sender), name=child.name, daemon=False
         )
@@ -318,7 +343,7 @@ class ProcessSupervisor:
         child.process = process
         child.conn = receiver
         child.state = "starting"
-        child.ready = False
+        child.ready = child.warm = False
         child.exitcode = None
         child.started_ns = time.time_ns()
         self._state_dirty = True
@@ -358,6 +383,11 @@ class ProcessSupervisor:
             child.state = "running"
             self._state_dirty = True
             log.info("worker.started", worker=child.name, pid=message[1])
+        elif kind == "warm":
+            child.warm = True
+            self._state_dirty = True
+            if child.role == "watcher":
+                self.watching.set()  # stays set: a restarted watcher resumes from its journal
         elif kind == "stats":
             child.stats = message[1]
         elif kind in ("crashed", "boot_failed", DISK_FULL):
@@ -548,6 +578,9 @@ class ProcessSupervisor:
             "pid": os.getpid(),
             "state": overall,
             "startedAt": self._started_ns // 1_000_000,
+            # every child up and warm now; when that was first so (this run's start-up time)
+            "ready": overall == "running" and self._ready(),
+            "readyAt": self._ready_ns // 1_000_000 if self._ready_ns is not None else None,
             "updatedAt": time.time_ns() // 1_000_000,
             "workers": self.settings.workers,
             "children": [
@@ -572,25 +605,6 @@ class ProcessSupervisor:
             atomic_write(run_state_path(self.config.index_dir), jsonio.dumps(state))
         self._state_at = now
         self._state_dirty = False
-
-
-def _fork_server_pid() -> int:
-    """The pid of the process children are forked from: the one they must die with.
-
-    ``multiprocess`` keeps it private; a fork server that died (only if killed from outside)
-    is started again here, so a restarted group gets the live one's pid."""
-    from multiprocess import forkserver
-
-    forkserver.ensure_running()
-    pid: int = forkserver._forkserver._forkserver_pid
-    return pid
-
-
-def _stop_fork_server() -> None:
-    """Stop the fork server with the run (it would otherwise last as long as this process)."""
-    from multiprocess import forkserver
-
-    forkserver._forkserver._stop()
 
 
 def _describe_exit(code: int) -> str:

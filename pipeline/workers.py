@@ -47,6 +47,7 @@ from pipeline.quarantine import Breadcrumb, Quarantined
 from pipeline.resume import resume_after, usable_manifest
 from pipeline.session_job import waits_to_settle
 from pipeline.settings import RunSettings
+from stages.agents import adapter
 from stages.policy import Policy
 from stages.tier import COLD, HOT, assign_tiers
 from store.archive import source_of
@@ -163,6 +164,8 @@ class IndexWorker:
         self._unkept: list[str] = []
         self._checkpointed = -1
         self._checkpoint_at = 0.0
+        # sessions to give hot state while idle, next first (``plan_warm``)
+        self._unwarmed: list[str] = []
 
     def boot(self) -> None:
         manifest = usable_manifest(self.config.index_dir, self.policy.fingerprint())
@@ -208,6 +211,33 @@ class IndexWorker:
     def owns(self, path: str) -> bool:
         return shard_of(path, self.workers) == self.worker_id
 
+    def plan_warm(self) -> None:
+        """After ``boot``, in an always-on worker: the hot sessions it owns that changed last,
+        newest first, within ``settings.warm_bytes`` and the engine's hot capacity, to build
+        whole while idle (``warming``). A fresh worker holds no session's hot state, so
+        without this the first append to each session after a start is a whole build, and
+        the first append after a start waits on it (issue 22 item 11). A session saved whole
+        each time never takes the append path: it is not warmed."""
+        budget = self.settings.warm_bytes
+        hot = [
+            s
+            for s in self.states.values()
+            if self._tiers.get(s.path, s.tier) == HOT
+            and not s.archived
+            and not adapter(s.agent).files.read_whole(s.path)
+        ]
+        hot.sort(key=lambda s: (-s.mtime_ns, s.path))
+        planned: list[str] = []
+        for state in hot[: self.engine.settings.hot_capacity]:
+            if state.size <= budget:
+                planned.append(state.path)
+                budget -= state.size
+        self._unwarmed = planned[::-1]  # popped from the end: newest first
+
+    def warming(self) -> bool:
+        """True while sessions planned by ``plan_warm`` are still to be built."""
+        return bool(self._unwarmed)
+
     # -- the loop --------------------------------------------------------------------------
 
     def loop_once(self, now: float) -> bool:
@@ -236,7 +266,36 @@ class IndexWorker:
             return True
         if self._maintain(now):
             return True
+        if self._warm_one():
+            return True
         self._checkpoint(now, idle=True)
+        return False
+
+    def _warm_one(self) -> bool:
+        """Build the next planned session whole (``plan_warm``); True when one was. Its new
+        state is sent only when it differs from the published one (deltas folded, a tail
+        that settled meanwhile): a whole build is what a rebuild makes, either way."""
+        while self._unwarmed:
+            path = self._unwarmed.pop()
+            state = self.states.get(path)
+            tier = self._tiers.get(path)
+            if (
+                state is None
+                or tier != HOT
+                or state.tier != HOT
+                or self.engine.is_hot(path)
+                or self._quarantined(path)
+            ):
+                continue  # changed, moved or dropped since the plan, or warm already
+            self._working_on(path)
+            change = self.engine.warm(path, state.agent, tier)
+            self._done_with()
+            extra = self._extra()
+            if extra or change != Upsert(state):
+                self._record(change)
+                self._send(self.position, [change, *extra])
+            log.debug("session.warmed", path=path, changed=change != Upsert(state))
+            return True
         return False
 
     def _handle(self, events: list[SourceEvent]) -> None:

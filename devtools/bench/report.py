@@ -257,7 +257,12 @@ def render(res: dict[str, Any]) -> str:
         if fresh.get("first_ms") is not None or fresh.get("first_missed"):
             first = fresh.get("first_ms")
             shown = "missed" if first is None else f"{first:.0f} ms"
-            lines.append(f"  sessiondex  first append right after `pipeline run` starts: {shown}")
+            start = fresh.get("start_ms")
+            ready = "never ready" if start is None else f"ready {start:.0f} ms after its spawn"
+            lines.append(
+                f"  sessiondex  first append once a just started `pipeline run` is ready "
+                f"({ready}): {shown}"
+            )
         if av.get("fresh"):
             f = av["fresh"]
             lines.append(

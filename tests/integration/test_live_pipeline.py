@@ -17,7 +17,7 @@ import psutil
 import pytest
 
 from pipeline.catchup import catch_up
-from pipeline.status import collect_status
+from pipeline.status import collect_status, render_status
 from store.config import Config
 from store.errors import SnapshotMissing
 from store.reader import open_snapshot
@@ -212,8 +212,12 @@ def test_status_reports_positions_lag_and_workers(pi: PiRoot) -> None:
     live = start(pi, "--processes", "2")
     try:
         wait_for(lambda: idle(config), timeout=20, what="the first build")
+        wait_for(lambda: collect_status(config).as_dict()["pipeline"]["ready"], what="ready")
         p = collect_status(config).as_dict()["pipeline"]
         assert p["running"] and p["pid"] == live.pid
+        assert p["readyAt"] is not None
+        text = render_status(collect_status(config)).splitlines()
+        assert any(line.startswith("pipeline ") and ", ready;" in line for line in text)
         assert p["lag"] == {"events": 0, "oldestPendingSeconds": None}
         assert {"watch", "publish"} <= set(p["positions"])
         assert p["positions"]["publish"] == p["journal"]["head"]
@@ -228,27 +232,56 @@ def test_status_reports_positions_lag_and_workers(pi: PiRoot) -> None:
     assert not collect_status(config).as_dict()["pipeline"]["running"]
 
 
-def test_children_are_forked_by_one_server_that_preloaded_their_modules(pi: PiRoot) -> None:
-    """Issue 22 item 11: one process imports the pipeline and forks every child, so a start
-    (and the first append after it) does not wait on an interpreter per child importing it."""
+def test_children_are_forked_by_the_supervisor_which_has_no_other_thread(pi: PiRoot) -> None:
+    """Issue 22 item 11: the supervisor imports the pipeline and forks every child from
+    itself, so a start (and the first append after it) waits on neither an interpreter per
+    child nor a fork server's; it never starts a thread, so each fork copies no lock that
+    another thread held."""
     config = pi.write_config()
     pi.session("a", pi_session("sa", 2))
     live = start(pi)
     try:
         children = [c["pid"] for c in live.wait_ready(pi.index)["children"]]
-        parents = {psutil.Process(pid).ppid() for pid in children}
-        assert len(parents) == 1 and live.pid not in parents
-        (server,) = parents
-        assert psutil.Process(server).ppid() == live.pid
-        cmdline = " ".join(psutil.Process(server).cmdline())
-        assert "multiprocess.forkserver" in cmdline
-        assert "pipeline.children" in cmdline and "pipeline.preload" in cmdline
+        assert {psutil.Process(pid).ppid() for pid in children} == {live.pid}
+        supervisor = psutil.Process(live.pid)
+        assert supervisor.num_threads() == 1
+        assert {c.pid for c in supervisor.children()} == set(children)
         wait_for(lambda: idle(config), timeout=20, what="the first build")
         assert live.stop() == 0
-        wait_for(lambda: pid_gone(server), what="the fork server stopped with the run")
     finally:
         if live.process and live.process.poll() is None:
             live.kill()
+
+
+def test_once_ready_the_first_append_takes_the_append_path(pi: PiRoot, tmp_path: Path) -> None:
+    """Issue 22 item 11: a run says when it is ready (every process up, the first reconcile
+    journaled, the workers warm); the first append after that is no whole build."""
+    config = pi.write_config()
+    a = pi.session("a", pi_session("sa", 4))
+    catch_up(config)
+    live = start(pi, "--processes", "1")
+    try:
+        state = wait_for(
+            lambda: (s := live.run_state(pi.index)) and s.get("ready") and s, what="ready"
+        )
+        assert state["readyAt"] >= state["startedAt"]
+        assert any(e.get("event") == "pipeline.ready" for e in live.events())
+        append(a, lines_for("sa", 2, start=4, parent="sa-3"))
+        wait_for(lambda: has_term(config, a, "tokensa5"), what="the first append")
+
+        def stats() -> dict[str, object] | None:
+            state = live.run_state(pi.index) or {}
+            (worker,) = [c for c in state.get("children", []) if c["name"] == "index-0"]
+            return worker["stats"] if worker["stats"].get("appends") else None
+
+        counters = wait_for(stats, timeout=20, what="the worker statistics after the append")
+        assert counters["warmed"] == 1 and counters["whole"] == 0
+        wait_for(lambda: idle(config), timeout=20, what="the merge")
+        assert live.stop() == 0
+    finally:
+        if live.process and live.process.poll() is None:
+            live.kill()
+    assert_equals_clean_build(config, tmp_path)
 
 
 def test_a_second_pipeline_is_refused(pi: PiRoot) -> None:
@@ -271,9 +304,6 @@ def test_sigkill_leaves_no_orphans_and_a_restart_loses_nothing(pi: PiRoot, tmp_p
     a = pi.session("a", pi_session("sa", 4))
     live = start(pi)
     children = [c["pid"] for c in live.wait_ready(pi.index)["children"]]
-    # the fork server they were forked from too: once the supervisor is gone it is no
-    # descendant of this process, and the leak check would not see it
-    children += [psutil.Process(children[0]).ppid()]
     wait_for(lambda: idle(config), timeout=20, what="the first build")
     append(a, lines_for("sa", 2, start=4, parent="sa-3"))
     live.stop(signal.SIGKILL)
