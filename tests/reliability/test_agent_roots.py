@@ -213,6 +213,7 @@ def test_the_always_on_watcher_lives_beside_hostile_databases(tmp_path: Path) ->
     ``opencode.db`` used to block every look at it for ever)."""
     from pipeline.status import collect_status
     from store.config import load_config
+    from store.errors import SnapshotMissing
     from tests.doubles import LivePipeline, wait_for
     from tests.helpers import header, user
 
@@ -236,8 +237,11 @@ def test_the_always_on_watcher_lives_beside_hostile_databases(tmp_path: Path) ->
         def found() -> bool:
             from query.engine import Engine
 
-            with Engine(config) as engine:
-                page = engine.recall({"query": "watchedterm", "scope": "global"}, cwd="/")
+            try:
+                with Engine(config) as engine:
+                    page = engine.recall({"query": "watchedterm", "scope": "global"}, cwd="/")
+            except SnapshotMissing:
+                return False  # the first generation is still to come
             return page["total"] == 1
 
         wait_for(found, timeout=60, what="the append beside hostile databases")
