@@ -12,10 +12,10 @@ once. What must hold for every agent:
 
 - the child ends within its deadline and without an exception, ``pipeline status`` included;
 - a session database (OpenCode, Goose) that is garbage, zero bytes, half a file, a directory,
-  a link loop, a symlink, a fifo, unreadable, or a file of another schema is named
+  a link loop, a symlink, a fifo or unreadable is named
   (``source_unreadable``) by status and by every recall for that agent, never ``complete``;
 - a session file that cannot be opened (mode 000) is named the same way; a session file of
-  random bytes is indexed (its lines named malformed) or named, never silently absent;
+  random bytes or cut inside a line is indexed (its lines named) or named, never absent;
 - a link or a fifo with a session's name is no session (links are never followed out of a
   root): nothing is indexed from it.
 """
@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import sqlite3
 import subprocess
 import sys
 import time
@@ -76,38 +77,60 @@ def session_place(root: Path, agent: str, kind: str) -> Path:
     return folder / pattern.replace("*", f"hostile-{kind}").replace("?", "0")
 
 
-def _garbage(path: Path) -> None:
+def _garbage(path: Path, agent: str) -> None:
     path.write_bytes(os.urandom(3000) + b"\n" + os.urandom(500) + b"\n")
 
 
-def _zero(path: Path) -> None:
+def _zero(path: Path, agent: str) -> None:
     path.write_bytes(b"")
 
 
-def _directory(path: Path) -> None:
+def _directory(path: Path, agent: str) -> None:
     path.mkdir()
 
 
-def _loop(path: Path) -> None:
+def _loop(path: Path, agent: str) -> None:
     path.symlink_to(path.name)
 
 
-def _symlink(path: Path) -> None:
+def _symlink(path: Path, agent: str) -> None:
     target = path.parent / f"real-{path.name}"
     target.write_bytes(b"")
     path.symlink_to(target.name)
 
 
-def _fifo(path: Path) -> None:
+def _fifo(path: Path, agent: str) -> None:
     os.mkfifo(path)
 
 
-def _unreadable(path: Path) -> None:
+def _unreadable(path: Path, agent: str) -> None:
     path.write_bytes(b'{"type":"session"}\n')
     path.chmod(0)
 
 
-PLACEMENTS: dict[str, Callable[[Path], None]] = {
+def _truncated(path: Path, agent: str) -> None:
+    """A session cut short: a database cut in half (rows of its layout's own tables, so the
+    next database agent gets one too), a session file ending inside a line."""
+    layout = adapter(agent).database
+    if layout is None:
+        path.write_bytes(b'{"type":"session","id":"t1"}\n{"type":"message","id":"m1","te')
+        return
+    db = sqlite3.connect(path)
+    with db:
+        for table in layout.tables:
+            named = (table.key, *table.order, *table.json, table.updated)
+            columns = [c for c in dict.fromkeys(named) if c]
+            db.execute(f'CREATE TABLE "{table.name}" ({", ".join(columns)})')
+            db.executemany(
+                f'INSERT INTO "{table.name}" VALUES ({", ".join("?" * len(columns))})',
+                [(*(["s1"] * (len(columns) - 1)), n) for n in range(2000)],
+            )
+    db.close()
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 2])
+
+
+PLACEMENTS: dict[str, Callable[[Path, str], None]] = {
     "garbage": _garbage,
     "zero": _zero,
     "directory": _directory,
@@ -115,6 +138,7 @@ PLACEMENTS: dict[str, Callable[[Path], None]] = {
     "symlink": _symlink,
     "fifo": _fifo,
     "unreadable": _unreadable,
+    "truncated": _truncated,
 }
 
 
@@ -140,7 +164,7 @@ def test_hostile_placements_in_every_agent_root(tmp_path: Path) -> None:
         for agent in agent_names():
             path = session_place(root.base / agent, agent, kind)
             path.parent.mkdir(parents=True, exist_ok=True)
-            place(path)
+            place(path, agent)
             places[kind][agent] = path
         prefix = _without_read_override() if kind == "unreadable" else []
         if prefix is None:
@@ -183,7 +207,7 @@ def test_hostile_placements_in_every_agent_root(tmp_path: Path) -> None:
                     failures.append(f"{where}: status does not name it (skipped: {named})")
                 if coverage["complete"]:
                     failures.append(f"{where}: recall --agent {agent} says complete")
-            elif kind == "garbage":
+            elif kind in ("garbage", "truncated"):
                 if not indexed and named is None:
                     failures.append(f"{where}: neither indexed nor named")
             elif kind in ("loop", "symlink", "fifo") and indexed:
@@ -224,7 +248,7 @@ def test_the_always_on_watcher_lives_beside_hostile_databases(tmp_path: Path) ->
     for n, agent in enumerate(a for a in agent_names() if adapter(a).database is not None):
         path = session_place(root.base / agent, agent, "watched")
         path.parent.mkdir(parents=True, exist_ok=True)
-        kinds[n % len(kinds)](path)
+        kinds[n % len(kinds)](path, agent)
         places[agent] = path
     pi = root.session("s", [header("s1", "/w"), user("u1", None, "first words", 1)])
     config = load_config(root.config_path)
