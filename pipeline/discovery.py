@@ -23,7 +23,7 @@ import structlog
 
 from stages.agents import adapter
 from store.dblayout import MEMBER, DbLayout, member_path, same_stamp
-from store.dbsource import DbUnreadable, list_members
+from store.dbsource import DbUnreadable, survey
 from store.files import open_quietly
 from store.reasons import SOURCE_UNAVAILABLE, SOURCE_UNREADABLE
 from store.sources import SourceSpec
@@ -142,22 +142,26 @@ def discover(roots: Mapping[str, Path]) -> tuple[list[Candidate], list[tuple[str
             if database is None:
                 found.append(Candidate(str(path), agent, stamp_of(st)))
             elif not _members(str(path), agent, database, found):
+                # unreadable, or it holds sessions no member can name: not all of it is read
                 problems.append((str(path), agent, SOURCE_UNREADABLE))
         problems += [(folder, agent, SOURCE_UNREADABLE) for folder in unreadable]
     return found, problems
 
 
 def _members(db: str, agent: str, layout: DbLayout, found: list[Candidate]) -> bool:
-    """Add a candidate per session in database *db*; False when it cannot be read."""
+    """Add a candidate per session in database *db*; False when it cannot be read, or not
+    all of it: a session whose id names no member (``store.dbsource.survey``)."""
     try:
-        members = list_members(db, layout)
+        members, unnamed = survey(db, layout)
     except FileNotFoundError:
         return True  # gone between the listing and the open
     except DbUnreadable as exc:
         log.warning("source.unreadable", path=db, agent=agent, error=str(exc))
         return False
     found.extend(Candidate(member_path(db, i), agent, s) for i, s in members.items())
-    return True
+    if unnamed:
+        log.warning("source.unreadable", path=db, agent=agent, error=f"{unnamed} unusable ids")
+    return not unnamed
 
 
 def under(folders: Iterable[str], path: str) -> bool:

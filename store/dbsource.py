@@ -58,6 +58,7 @@ __all__ = [
     "list_members",
     "member_stamp",
     "read_member",
+    "survey",
 ]
 
 _BUSY_MS: Final = 2000
@@ -86,12 +87,24 @@ def list_members(db: str, layout: DbLayout, *, busy_ms: int | None = None) -> di
     """Every session in *db* with its stamp (size -1: unknown before reading). Raises
     ``FileNotFoundError`` when *db* is gone, ``DbUnreadable`` when it cannot be read (also
     after *busy_ms* waiting for a writer's lock; default ``_BUSY_MS``)."""
+    return survey(db, layout, busy_ms=busy_ms)[0]
+
+
+def survey(
+    db: str, layout: DbLayout, *, busy_ms: int | None = None
+) -> tuple[dict[str, Stamp], int]:
+    """``list_members`` and how many session rows it left out: an id that names no member
+    (empty, not text, or holding ``/`` or a ``#`` that splits it elsewhere). Their rows are
+    never read, so whoever lists the database must name it rather than call it complete."""
+    unnamed = 0
     with _reading(db, busy_ms) as (conn, st):
         first = layout.tables[0]
         heads: dict[str, list[tuple[Any, ...]]] = {}
         for r in _rows(conn, _head_select(first)):
-            if isinstance(r[0], str) and split_member(member_path(db, r[0])) == (db, r[0]):
-                heads.setdefault(r[0], []).append(r[1:])
+            if not (isinstance(r[0], str) and split_member(member_path(db, r[0])) == (db, r[0])):
+                unnamed += 1
+                continue
+            heads.setdefault(r[0], []).append(r[1:])
         parts: dict[str, list[tuple[Any, ...]]] = {i: [] for i in heads}
         for table in layout.tables:
             found = {
@@ -99,7 +112,7 @@ def list_members(db: str, layout: DbLayout, *, busy_ms: int | None = None) -> di
             }
             for i in heads:
                 parts[i].append(found.get(i, (0, None, 0)))
-    return {i: _stamp(st, layout, parts[i], -1, heads[i]) for i in sorted(heads)}
+    return {i: _stamp(st, layout, parts[i], -1, heads[i]) for i in sorted(heads)}, unnamed
 
 
 def member_stamp(

@@ -10,7 +10,8 @@ and rows past ``maxFileBytes``. Every session of a database is a member ``<db>#<
   first n written to it, and no query raises;
 - once the writer stops, `pipeline run` (after its SIGKILL) converges to a clean rebuild;
 - garbage in a JSON column is named ``malformed_line``, a session past ``maxFileBytes``
-  ``oversized_file``: no answer over them is ``complete``.
+  ``oversized_file``, a session whose id names no member (``odd/id``) ``source_unreadable``
+  on its database: no answer over them is ``complete``.
 
 Default budgets are small (``STEPS``, ``WRITES``); ``SESSIONDEX_ATTACKS=full`` runs the fuller
 ones. Hostile database files themselves (garbage, a directory, a fifo, locked, …) are placed
@@ -447,12 +448,18 @@ def test_garbage_rows_and_rows_past_max_file_bytes_are_named(tmp_path: Path, age
     with c:
         c.execute(garbage, (sid,))
     c.close()
+    odd = writer.db.session("odd/id", "an id no member path can carry")
+    if agent == "opencode":
+        writer.db.user(odd, "rowterm odd")
+    else:
+        writer.db.message(odd, "user", goose_text("rowterm odd"))
     catch_up(config, processes=1)
     with Engine(config) as engine:
         page = engine.recall({"query": "rowterm", "scope": "global", "agent": agent}, cwd="/")
     assert member_path(str(path), sid) in published(config.index_dir)  # indexed, named
     assert page["coverage"]["complete"] is False
-    assert {"malformed_line", "oversized_file"} <= set(page["coverage"]["reasons"]), page
+    reasons = {"malformed_line", "oversized_file", "source_unreadable"}
+    assert reasons <= set(page["coverage"]["reasons"]), page
 
 
 # -- a writer holding the lock -------------------------------------------------------------

@@ -312,3 +312,24 @@ def test_a_database_locked_by_a_writer_costs_a_recall_one_wait_not_one_per_sessi
     assert "source_unavailable" in page["coverage"]["reasons"]
     assert len(waits) <= 2, waits  # the listing, and the unseen sessions' own look
     assert waited < 1.5, waited  # two waits of 250 ms, and the answer's own work
+
+
+def test_sessions_whose_ids_name_no_member_are_named_not_dropped(tmp_path: Path) -> None:
+    """A session id that cannot name a member (``<db>#<id>``: holding ``/``, a ``#`` that
+    splits it elsewhere, empty) was left out of the listing in silence: its words were never
+    found and every answer said ``complete``. Now the database is named ``source_unreadable``
+    (by status and by each answer) while its other sessions answer as before."""
+    from pipeline.status import collect_status
+
+    config, db = _db(tmp_path)
+    for sid in ("ses/slash", "ses#hash", ""):
+        db.session(sid, "odd")
+        db.user(sid, "oddidterm here")
+    catch_up(config, processes=1)
+    page = _recall(config, query=WORD)
+    assert page["hits"][0]["sessionId"] == "opencode:ses_main"
+    assert page["coverage"]["complete"] is False
+    assert page["coverage"]["reasons"] == ["source_unreadable"]
+    assert collect_status(config).skipped_sessions == [
+        {"path": str(db.path), "agent": "opencode", "reason": "source_unreadable"}
+    ]
