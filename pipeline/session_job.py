@@ -205,8 +205,12 @@ def index_sessions(jobs: Sequence[Job]) -> list[JobResult]:
     writer = StoreWriter(Path(jobs[0].index_dir))
     archive = keeper(jobs[0].archive)
     try:
-        # the archive's copies are made durable together too, after the records
-        with writer.batch(), archive.batch() if archive is not None else nullcontext():
+        # the archive's copies join the records' batch: one round of fsyncs for both (the
+        # results go back, and a manifest can name the records, only once both are durable)
+        with (
+            writer.batch() as files,
+            archive.batch(files) if archive is not None else nullcontext(),
+        ):
             return [index_session(job, writer) for job in jobs]
     except OSError as exc:
         error = traceback.format_exc()

@@ -26,7 +26,6 @@ import shutil
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Final
@@ -50,15 +49,16 @@ from store.archive import (
     encode_tombstones,
     path_hash,
 )
-from store.atomic import FILE_MODE, DurableBatch, atomic_write, ensure_dir, fsync_dir
+from store.atomic import FILE_MODE, DurableBatch, atomic_write, ensure_dir, fsync_all, fsync_dir
 from store.errors import CorruptRecord
 
 __all__ = ["ARCHIVED", "KEPT", "NOT_KEPT", "ArchiveWriter"]
 
 log = structlog.get_logger()
 
-# zstd level 3: session JSONL compresses ~6-10x at a few hundred MB/s (ops/bench: archive).
-_LEVEL: Final = 3
+# zstd level 1: session JSONL compresses ~5-9x (level 3: ~10 % smaller) at ~40 % less CPU
+# than level 3, which was ~4 % of a whole build's CPU (ops/bench: archive, --base).
+_LEVEL: Final = 1
 # A chain written whole is one segment no append folds into.
 _WHOLE_LEVEL: Final = 1 << 16
 # How long a usage total is trusted before the folder is measured again (other processes
@@ -66,7 +66,6 @@ _WHOLE_LEVEL: Final = 1 << 16
 _USAGE_TTL_S: Final = 30.0
 # Files a crash left behind are collected only once this old (a writer may be mid-way).
 _ORPHAN_AGE_S: Final = 3600.0
-_SYNC_THREADS: Final = 8
 
 
 class _Compressors(threading.local):
@@ -100,27 +99,31 @@ class ArchiveWriter:
         self._batch: _Batch | None = None
 
     @contextlib.contextmanager
-    def batch(self) -> Iterator[None]:
+    def batch(self, files: DurableBatch | None = None) -> Iterator[None]:
         """Chains kept inside are made durable together when the block ends: every segment
-        (fsynced concurrently, then renamed), then every HEAD naming them (likewise), the
-        folders synced, then the segments they replaced deleted; a crash leaves each chain as
-        it was or as it became. When the block raises, nothing new appears. Not reentrant."""
+        and HEAD fsynced (concurrently, in one round), then renamed in the order they were
+        written (a chain's segments before the HEAD naming them), the folders synced, then
+        the segments they replaced deleted; a crash leaves each chain as it was or as it
+        became. When the block raises, nothing new appears. Not reentrant.
+
+        *files*: an open batch of other files (a ``StoreWriter.batch``'s records) the
+        archive's join, so one round of fsyncs makes both durable; it is committed (and on
+        an error abandoned) here, with everything written to it so far."""
         if self._batch is not None:
             raise RuntimeError("an archive batch is already open")
-        batch = self._batch = _Batch()
+        batch = self._batch = _Batch(files)
         try:
             yield
-            # Every segment is renamed before any HEAD naming it, in the same folder, and one
-            # fsync of the folder after both makes them durable together: a journaling file
-            # system commits a folder's renames in the order they were made.
-            batch.segments.commit()
-            batch.heads.commit()
+            # Every file's bytes are durable before any rename; every segment is renamed
+            # before any HEAD naming it, in the same folder, and one fsync of the folder after
+            # both makes them durable together: a journaling file system commits a folder's
+            # renames in the order they were made.
+            batch.files.commit()
             _sync_dirs(batch.folders)
             for folder, names in batch.drops:
                 self._drop_segments(folder, names)
         finally:
-            batch.segments.abandon()
-            batch.heads.abandon()
+            batch.files.abandon()
             self._batch = None
 
     # -- keeping ----------------------------------------------------------------------------
@@ -366,7 +369,7 @@ class ArchiveWriter:
             if (folder, segment.name) in batch.raw:
                 return
             batch.raw[(folder, segment.name)] = raw  # a fold in this batch may read it
-            batch.segments.write(path, frame)
+            batch.files.write(path, frame)
             batch.folders.add(folder)
         elif path.exists():
             return  # named by its content: the same bytes are there already
@@ -396,7 +399,7 @@ class ArchiveWriter:
         data = replace(chain, updated_ns=self.now_ns()).encode()
         folder = self._folder(chain.key)
         if self._batch is not None:
-            self._batch.heads.write(folder / HEAD, data)
+            self._batch.files.write(folder / HEAD, data)
             self._batch.folders.add(folder)
         else:
             atomic_write(folder / HEAD, data)
@@ -416,9 +419,9 @@ class ArchiveWriter:
 class _Batch:
     """What a batch holds until it commits."""
 
-    def __init__(self) -> None:
-        self.segments = DurableBatch()
-        self.heads = DurableBatch()
+    def __init__(self, files: DurableBatch | None) -> None:
+        # segments and HEADs in the order they were written (``DurableBatch`` renames so)
+        self.files = DurableBatch() if files is None else files
         self.folders: set[Path] = set()
         self.raw: dict[tuple[Path, str], bytes] = {}
         self.drops: list[tuple[Path, set[str]]] = []
@@ -426,12 +429,7 @@ class _Batch:
 
 def _sync_dirs(folders: set[Path]) -> None:
     """fsync each folder, several at once (a journaling file system folds them together)."""
-    if len(folders) <= 1:
-        for folder in folders:
-            fsync_dir(folder)
-        return
-    with ThreadPoolExecutor(min(len(folders), _SYNC_THREADS)) as pool:
-        list(pool.map(fsync_dir, sorted(folders)))
+    fsync_all(fsync_dir, sorted(folders))
 
 
 def _subdirs(folder: Path) -> list[Path]:

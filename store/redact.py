@@ -63,6 +63,9 @@ _LOOKBACK = 128
 # How far after a keyword a window reaches: past the longest credential (a 4096-bit RSA key
 # block is about 3,300 characters; a window at its "-----BEGIN" holds it).
 _WINDOW = 4096
+# Strings up to this long are memoized by ``Redactor.redact`` (at most this many at once).
+_MEMO_CHARS = 256
+_MEMO_ENTRIES = 16_384
 # How far an anchored try of a prefix-cut (generic, assignment-shaped) rule may reach.
 _ANCHORED = 1024
 
@@ -416,7 +419,7 @@ class Redactor:
     """Finds and replaces credentials. Build once per rule set (``redactor``): the
     automaton and the compiled regexes are the expensive part."""
 
-    __slots__ = ("_automaton", "_global", "_keywords", "_rules", "fingerprint")
+    __slots__ = ("_automaton", "_global", "_keywords", "_memo", "_rules", "fingerprint")
 
     def __init__(self, disabled: Iterable[str] = ()) -> None:
         off = tuple(sorted(set(disabled)))
@@ -427,6 +430,7 @@ class Redactor:
             for kw in rule.keywords:
                 by_keyword.setdefault(kw, []).append(i)
         self._keywords = tuple(tuple(ids) for ids in by_keyword.values())
+        self._memo: dict[str, tuple[str, tuple[Finding, ...]]] = {}
         # Over UTF-8 bytes, as a DFA: several times faster than over str, and a keyword is
         # ASCII, so lowercasing the bytes (ASCII only) finds every case of it.
         self._automaton = ahocorasick_rs.BytesAhoCorasick(
@@ -539,6 +543,18 @@ class Redactor:
     def redact(self, text: str) -> tuple[str, tuple[Finding, ...]]:
         """*text* with every credential replaced by its placeholder, and the findings (their
         spans in *text*). Idempotent: a placeholder is never a credential."""
+        if len(text) > _MEMO_CHARS:
+            return self._redact(text)
+        # Short strings come back again and again (tool names, paths, arguments in each
+        # call's operation): half the calls of a build, a few thousand distinct values.
+        done = self._memo.get(text)
+        if done is None:
+            if len(self._memo) >= _MEMO_ENTRIES:
+                self._memo.clear()
+            done = self._memo[text] = self._redact(text)
+        return done
+
+    def _redact(self, text: str) -> tuple[str, tuple[Finding, ...]]:
         found = self.find(text)
         if not found:
             return text, ()

@@ -24,7 +24,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Final
 
-from store.atomic import FILE_MODE, DurableBatch, atomic_write, ensure_dir, fsync_dir
+from store.atomic import FILE_MODE, DurableBatch, atomic_write, ensure_dir, fsync_all, fsync_dir
 from store.codec import decode, encode, kind_of
 from store.errors import (
     CorruptRecord,
@@ -134,14 +134,15 @@ class StoreWriter:
         return name, len(data)
 
     @contextlib.contextmanager
-    def batch(self) -> Iterator[None]:
+    def batch(self) -> Iterator[DurableBatch]:
         """Records put inside are made durable together and appear when the block ends
-        (``DurableBatch``); when it raises, none of them does. Not reentrant."""
+        (``DurableBatch``, which it gives: other files may join it, as the archive's do);
+        when it raises, none of them does. Not reentrant."""
         if self._batch is not None:
             raise RuntimeError("a batch is already open")
         self._batch = DurableBatch()
         try:
-            yield
+            yield self._batch
             self._batch.commit()
         finally:
             self._batch.abandon()
@@ -178,8 +179,7 @@ class StoreWriter:
             added = self._check_records(current, names)
             # Records may come from other processes' put(): make their renames durable before
             # the manifest naming them can be.
-            for folder in sorted({self.layout.record_dir(n) for n in added}):
-                fsync_dir(folder)
+            fsync_all(fsync_dir, sorted({self.layout.record_dir(n) for n in added}))
             if added:
                 fsync_dir(self.layout.records)
             path = self.layout.manifest_path(manifest.generation)

@@ -264,3 +264,23 @@ def test_a_miss_is_excused_only_past_a_vocabulary_cut_the_index_can_still_find()
     neg = {"negative_controls": ["qjn"]}
     assert _negative(answers(["max_cold_vocabulary_bytes"], []), neg)["ok"]
     assert not _negative(answers(["stale_session"], []), neg)["ok"]
+
+
+def test_a_base_is_given_only_the_agents_it_knows(tmp_path: Path) -> None:
+    from devtools.bench.basecmp import _known_sources
+
+    # an older pipeline: refuses a config naming an agent it lacks, one key at a time
+    fake = tmp_path / "pipeline"
+    fake.write_text(
+        "#!/bin/sh\n"
+        'for a in $(sed -n "s/ = .*//p" "$3"); do case $a in pi|claude|indexDir) ;; *)\n'
+        '  echo "pipeline: $3: unknown key sources.$a (one of pi, claude)" >&2; exit 2;;\n'
+        "esac; done\n"
+    )
+    fake.chmod(0o755)
+    cfg = tmp_path / "c.toml"
+    cfg.write_text('[sources]\npi = "/p"\nomp = "/o"\nclaude = "/c"\nqwen = "/q"\n\n[memory]\n')
+    _known_sources(fake, cfg)
+    assert cfg.read_text() == '[sources]\npi = "/p"\nclaude = "/c"\n\n[memory]\n'
+    _known_sources(fake, cfg)  # accepted as it is: left alone
+    assert cfg.read_text() == '[sources]\npi = "/p"\nclaude = "/c"\n\n[memory]\n'

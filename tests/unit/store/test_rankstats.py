@@ -102,6 +102,24 @@ def test_cold_bytes_bucket_how_often_prose_says_a_term() -> None:
     assert stats == bytes([3, 2, 8, 0])  # 4-7, 2-3, capped at 255, never said in prose
 
 
+def test_the_term_set_is_taken_from_prose_and_plumbing_apart_as_from_whole_texts() -> None:
+    # a call line among prose lines, marks that compose with what precedes them ("<" + U+0338
+    # is "≮", "e" + U+0301 is "é") at the start and the end of lines, Hangul, CJK, an arrow
+    said = 'Plan \u0338first\nTool: bash({"cmd":"a<\u0338b"})\ncafe\u0301 한국어 技術\n12→x'
+    entries = [
+        _entry("assistant", said, tool="bash"),
+        _entry("assistant", 'Tool: read({"path":"ｆｕｌｌ"})', tool="read"),
+        _entry("toolResult", "e\u0301\nTool: not a call here"),
+        _entry("user", "Ⅻ ﬁle straße"),
+    ]
+    terms, prose = session_term_stats(entries)
+    assert terms == term_set(e.text for e in entries)
+    assert set(prose) <= terms
+    assert (
+        prose == session_term_stats_over(entries, entries[:1], session_term_stats(entries[:1]))[1]
+    )
+
+
 def test_a_view_over_another_adds_only_its_own_entries() -> None:
     active = [_entry("user", "alpha beta"), _entry("toolResult", "beta gamma")]
     active += [_entry("assistant", "alpha 技術スタック")] * 3
