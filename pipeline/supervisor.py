@@ -152,7 +152,10 @@ class ProcessSupervisor:
         # Children are forked from this process, warm (see the module docstring). Importing
         # pipeline.preload warms the adapters and credential rules once, here; deferred like
         # multiprocess, since `pipeline status` imports this module.
-        import pipeline.preload  # noqa: F401
+        from pipeline.engine import policy_of
+        from pipeline.preload import warm
+
+        warm(policy_of(config))  # this config's rule set too: a child then builds no redactor
 
         self.ctx = multiprocess.get_context("fork")
         self.layout = IndexLayout(config.index_dir)

@@ -26,7 +26,7 @@ def policy_redactor(policy: Policy) -> Redactor | None:
     does not redact."""
     if not policy.redact:
         return None
-    return redactor(tuple(sorted(set(policy.redact_disabled))))
+    return redactor(policy.redact_disabled)
 
 
 def redact_entries(
