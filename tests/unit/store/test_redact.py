@@ -121,3 +121,13 @@ def test_a_cut_through_a_credential_moves_before_it() -> None:
     assert clear_cut(padded, 380) == 380
     summary = summarize_args({"command": padded})
     assert summary.endswith("…") and value[:8] not in summary
+
+
+def test_one_redactor_per_rule_set_however_it_is_spelled() -> None:
+    # the supervisor warms redactor() before forking; index workers ask for redactor(()) via
+    # their policy: both must be the same (already built) object, or each worker parses the
+    # rules again on the way to the first append
+    assert redactor() is redactor(()) is redactor([])
+    some = sorted({r.id for r in redactor().rules})[:2]
+    assert redactor(some) is redactor(tuple(reversed(some))) is redactor([*some, some[0]])
+    assert redactor(some) is not redactor()
