@@ -27,10 +27,7 @@ from dataclasses import replace
 import structlog
 
 from pipeline import __version__
-from pipeline.catchup import catch_up, tty_progress
 from pipeline.logs import configure_logging
-from pipeline.pool import TaskFailed, WorkerDied
-from pipeline.status import collect_status, render_status
 from stages.agents import default_roots
 from store import jsonio
 from store.agents import agent_names
@@ -192,6 +189,8 @@ def _main(argv: Sequence[str] | None) -> int:
             sys.stdout.write(config.to_toml())
             return EXIT_OK
         if args.command == "status":
+            from pipeline.status import collect_status, render_status
+
             status = collect_status(config)
             if args.json:
                 sys.stdout.write(jsonio.dumps(status.as_dict(), indent=True).decode())
@@ -213,11 +212,15 @@ def _main(argv: Sequence[str] | None) -> int:
         if args.command == "rebuild":
             # the journal and checkpoints go too: a rebuild replays the sources from empty
             StoreWriter(config.index_dir).wipe()
+            from pipeline.catchup import catch_up, tty_progress
+
             report = catch_up(config, processes=args.processes, progress=tty_progress())
             return EXIT_PARTIAL if report.failed and report.errors else EXIT_OK
         if args.command == "run":
             if not args.once:
                 return _run_always_on(config, args)
+            from pipeline.catchup import catch_up, tty_progress
+
             report = catch_up(config, processes=args.processes, progress=tty_progress())
             if args.json:
                 sys.stdout.write(jsonio.dumps(report.as_dict()).decode() + "\n")
@@ -231,15 +234,21 @@ def _main(argv: Sequence[str] | None) -> int:
     except StoreError as exc:
         sys.stderr.write(f"pipeline: {exc}\n")
         return exit_for_store_error(exc)
-    except (WorkerDied, TaskFailed) as exc:
-        sys.stderr.write(f"pipeline: {exc}\nNothing new was published; the index is as before.\n")
-        return EXIT_BOOT_FAILED
     except OSError as exc:
         if not is_disk_full(exc):
             raise
         # Out of room outside a record write (publishing, collecting, the journal).
         sys.stderr.write(f"pipeline: {DiskFull(config.index_dir)}\n")
         return EXIT_PARTIAL
+    except Exception as exc:
+        # imported here: only a catch-up starts a pool, and `pipeline run` imports none of it
+        # on its way to the first append (issue 22 item 11)
+        from pipeline.pool import TaskFailed, WorkerDied
+
+        if not isinstance(exc, WorkerDied | TaskFailed):
+            raise
+        sys.stderr.write(f"pipeline: {exc}\nNothing new was published; the index is as before.\n")
+        return EXIT_BOOT_FAILED
     raise AssertionError(f"unhandled command {args.command}")
 
 

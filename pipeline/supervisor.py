@@ -267,12 +267,13 @@ class ProcessSupervisor:
         """Derive the index again when another format or derivation wrote it. Before the
         signal handlers: Ctrl-C stops it at once, nothing half-done published (the next run
         starts it again)."""
-        from pipeline.catchup import catch_up
         from pipeline.engine import policy_of
         from pipeline.upgrade import detect
 
         if detect(self.config.index_dir, policy_of(self.config).fingerprint()) is None:
             return
+        from pipeline.catchup import catch_up  # only now: its pool is for upgrades alone
+
         report = catch_up(self.config)
         log.info("pipeline.upgraded", generations=report.generations, indexed=report.indexed)
 
