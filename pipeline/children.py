@@ -226,7 +226,7 @@ def _run(
             stats_at = now
         if busy:
             idle = settings.idle_min_s
-        else:
+        elif not getattr(role, "blocks", False):
             _pause(shared.stop, getattr(role, "wake", None), idle)
             idle = min(idle * 2, settings.idle_max_s)
 
@@ -408,6 +408,10 @@ class _IndexRole:
 
 class _PublisherRole:
     """Holds the writer lock for its whole life; drains the queue before it stops."""
+
+    # Its loop blocks on the queue (up to ``wait``), so it takes no pause besides: a pause
+    # would leave a handed-over batch unpublished until it ended (up to idle_max_s).
+    blocks = True
 
     def __init__(self, spec: ChildSpec, shared: Shared, stopping: Callable[[], bool]) -> None:
         config = spec.config

@@ -132,7 +132,14 @@ class Publisher:
     def loop_once(self, now: float, *, wait: float = 0.0) -> bool:
         """Apply what the workers handed over and publish when due; True when busy."""
         got = 0
+        if self._dirty and wait > 0:
+            # a publish is due: wait for more batches only until it may happen
+            wait = min(wait, max(0.0, self._published_at + self._interval - now))
         batch = self.inbox.get(wait)
+        if wait > 0:
+            # *now* was read before the wait: a batch that ended it is published on this pass
+            # when its time has come, not after another wait on an empty queue
+            now = max(now, self.clock())
         while batch is not None:
             self._apply(batch)
             got += 1
