@@ -6,8 +6,9 @@ default, ``[archive] dir``): ``pipeline rebuild`` and deleting the index folder 
 the index folder keeps holding only derived, credential-free state. Like the session files it
 copies, it holds what they hold (credentials included), 0600/0700::
 
-    <archive>/sessions/<hh>/<key>/HEAD         one session's chain (msgpack, replaced atomically)
-    <archive>/sessions/<hh>/<key>/<b3>.zst     its segments: zstd frames of source byte ranges
+    <archive>/sessions/<hh>/<key>/HEAD         one session's chain (msgpack, replaced atomically),
+                                               and a whole-built chain's one segment inline
+    <archive>/sessions/<hh>/<key>/<b3>.zst     its other segments: zstd frames of byte ranges
     <archive>/tombstones                       blake3 of every forgotten path (never the path)
     <archive>/lock                             flock of a tombstone writer
 
@@ -19,6 +20,14 @@ each one, and the chain's ``hash`` is the blake3 of all of them in order: the se
 chain stays a few dozen segments long); a rewrite starts a new chain. A session whose source
 was rewritten so that earlier entries are gone keeps the old chain under a key of its own
 (``retired_key``). Files are 0600 in 0700 folders, written temp + fsync + rename.
+
+A HEAD is ``SDXH``, the 4-byte length of the header, the header (msgpack
+``[magic, 2, inline, *chain]``) and then ``inline`` bytes: the zstd frame of the chain's first
+segment, when the chain was written whole (a build: one file per session, not two). The
+first later write of that chain's HEAD first hard-links the old HEAD as ``<b3>.zst`` (O(1),
+before the new HEAD replaces it), so a segment file may be such a HEAD: its frame is the one
+inside. A version-1 HEAD (an older build's: the bare msgpack header, every segment in a file
+of its own) is read as it is and replaced by a version-2 one at the chain's next write.
 
 This module is the read side, shared by the pipeline and the query process (which reads an
 archived session's chain to verify its follow tokens and ``query export --format source``);
@@ -38,7 +47,7 @@ import zstandard
 
 from store.codec import pack, unpack
 from store.errors import CorruptRecord, StoreError
-from store.files import read_quietly
+from store.files import open_quietly, read_quietly
 from store.reasons import ARCHIVE_FULL
 from store.schema import BOOL, TUPLE, Wired, nested_tuple, wire, wired
 
@@ -53,6 +62,8 @@ __all__ = [
     "ArchiveDamaged",
     "Chain",
     "Segment",
+    "decode_head",
+    "frame_of",
     "key_name",
     "path_hash",
     "retired_key",
@@ -65,8 +76,12 @@ TOMBSTONES: Final = "tombstones"
 LOCK: Final = "lock"
 SESSIONS: Final = "sessions"
 FANOUT: Final = 8
-_VERSION: Final = 1
+_VERSION: Final = 1  # a bare msgpack HEAD (read only) and the tombstones file
+_HEAD_VERSION: Final = 2
 _MAGIC: Final = b"SDXA"
+_HEAD_MAGIC: Final = b"SDXH"
+_HEAD_PREFIX: Final = 8  # magic and the header's length
+_HEAD_PEEK: Final = 8192  # bytes read to find a header (a longer one takes a second read)
 
 # SessionState.archive: what the archive holds of the session's indexed bytes.
 KEPT: Final = "kept"  # exactly the indexed bytes; the source is still there
@@ -144,21 +159,76 @@ class Chain(Wired):
 
     @classmethod
     def from_head(cls, w: Any, where: str) -> Chain:
-        """The chain a HEAD file holds: ``[magic, version, *fields]``."""
+        """The chain a version-1 HEAD holds: ``[magic, 1, *fields]``."""
         if not isinstance(w, list) or len(w) < 12 or w[0] != _MAGIC:
             raise CorruptRecord(where, "not an archive chain")
         if w[1] != _VERSION:
             raise CorruptRecord(where, f"archive chain version {w[1]!r}")
+        return cls._fields(w[2:], where)
+
+    @classmethod
+    def _fields(cls, w: list[Any], where: str) -> Chain:
         try:
-            chain = cls.from_wire(w[2:])
+            chain = cls.from_wire(w)
         except (IndexError, TypeError, KeyError) as exc:
             raise CorruptRecord(where, f"archive chain fields: {exc}") from exc
         if len(chain.stamp) != 5:
             raise CorruptRecord(where, f"archive chain stamp: {chain.stamp!r}")
         return chain
 
-    def encode(self) -> bytes:
-        return pack([_MAGIC, _VERSION, *self.to_wire()])
+    def encode(self, frame: bytes = b"") -> bytes:
+        """A HEAD file of this chain; *frame*: its first segment's, carried inline."""
+        if frame and not self.segments:
+            raise ValueError("an inline frame needs a segment to be")
+        header = pack([_MAGIC, _HEAD_VERSION, len(frame), *self.to_wire()])
+        return b"".join((_HEAD_MAGIC, len(header).to_bytes(4, "big"), header, frame))
+
+
+def decode_head(data: bytes, size: int, where: str) -> tuple[Chain, int]:
+    """The chain of a HEAD file of *size* bytes whose first bytes are *data* (its header at
+    least), and the length of the inline frame at its end (0: none)."""
+    if not data.startswith(_HEAD_MAGIC):
+        if len(data) != size:
+            raise CorruptRecord(where, "archive chain: short read")
+        try:
+            return Chain.from_head(unpack(data), where), 0
+        except ValueError as exc:
+            raise CorruptRecord(where, f"archive chain: {exc}") from exc
+    end = _HEAD_PREFIX + header_length(data, where)
+    if len(data) < end:
+        raise CorruptRecord(where, "archive chain: header cut short")
+    try:
+        w = unpack(data[_HEAD_PREFIX:end])
+    except ValueError as exc:
+        raise CorruptRecord(where, f"archive chain: {exc}") from exc
+    if not isinstance(w, list) or len(w) < 13 or w[0] != _MAGIC:
+        raise CorruptRecord(where, "not an archive chain")
+    if w[1] != _HEAD_VERSION:
+        raise CorruptRecord(where, f"archive chain version {w[1]!r}")
+    inline = w[2]
+    if not isinstance(inline, int) or end + inline != size:
+        raise CorruptRecord(where, "archive chain: its inline segment is cut short")
+    chain = Chain._fields(w[3:], where)
+    if inline and not chain.segments:
+        raise CorruptRecord(where, "archive chain: an inline frame without a segment")
+    return chain, inline
+
+
+def header_length(data: bytes, where: str) -> int:
+    if len(data) < _HEAD_PREFIX:
+        raise CorruptRecord(where, "archive chain: cut short")
+    return int.from_bytes(data[4:_HEAD_PREFIX], "big")
+
+
+def frame_of(data: bytes, where: str) -> bytes:
+    """The zstd frame a segment file holds: itself, or the inline one of a HEAD linked as a
+    segment (``ArchiveWriter`` keeps a whole-built chain's segment so)."""
+    if not data.startswith(_HEAD_MAGIC):
+        return data
+    _, inline = decode_head(data, len(data), where)
+    if not inline:
+        raise CorruptRecord(where, "archive segment: a HEAD without an inline frame")
+    return data[len(data) - inline :]
 
 
 class ArchiveDamaged(StoreError):
@@ -176,7 +246,7 @@ class Archive:
     def __init__(self, root: Path) -> None:
         self.root = Path(root)
         self.sessions = self.root / SESSIONS
-        self._heads: dict[str, tuple[tuple[int, int, int], Chain]] = {}
+        self._heads: dict[str, tuple[tuple[int, int, int], tuple[Chain, int]]] = {}
         self._tombstones: tuple[tuple[int, int, int], frozenset[str]] | None = None
 
     # -- where ----------------------------------------------------------------------------
@@ -198,6 +268,12 @@ class Archive:
         return self.head_of(key_name(key))
 
     def head_of(self, name: str) -> Chain | None:
+        found = self.entry(name)
+        return found[0] if found is not None else None
+
+    def entry(self, name: str) -> tuple[Chain, int] | None:
+        """The chain of the folder *name* and the length of the frame its HEAD carries
+        inline (only the header is read), or None."""
         path = self.folder_of(name) / HEAD
         try:
             st = os.stat(path)
@@ -209,17 +285,13 @@ class Archive:
         if hit is not None and hit[0] == stamp:
             return hit[1]
         try:
-            data = read_quietly(path)
+            found = read_head(path)
         except FileNotFoundError:
             return None
-        try:
-            chain = Chain.from_head(unpack(data), str(path))
-        except ValueError as exc:
-            raise CorruptRecord(str(path), f"archive chain: {exc}") from exc
         if len(self._heads) >= 65_536:
             self._heads.clear()
-        self._heads[name] = (stamp, chain)
-        return chain
+        self._heads[name] = (stamp, found)
+        return found
 
     def names(self) -> set[str]:
         """The folder name of every chain (listing only, nothing read)."""
@@ -265,13 +337,30 @@ class Archive:
     def segment(self, folder: Path, segment: Segment) -> bytes:
         path = folder / f"{segment.name}{SEGMENT_SUFFIX}"
         try:
-            frame = read_quietly(path)
+            frame = self._frame(folder, segment, path)
             raw = zstandard.ZstdDecompressor().decompress(frame, max_output_size=segment.length)
-        except (OSError, zstandard.ZstdError) as exc:
+        except (OSError, CorruptRecord, zstandard.ZstdError) as exc:
             raise ArchiveDamaged(str(path), f"segment unreadable: {exc}") from exc
         if len(raw) != segment.length or blake3.blake3(raw).hexdigest() != segment.name:
             raise ArchiveDamaged(str(path), "segment bytes do not match its name")
         return raw
+
+    def _frame(self, folder: Path, segment: Segment, path: Path) -> bytes:
+        """The segment's frame: its own file, else the HEAD that carries it inline (and its
+        own file again: a writer may have linked it there and replaced the HEAD meanwhile)."""
+        try:
+            return frame_of(read_quietly(path), str(path))
+        except FileNotFoundError:
+            pass
+        head = folder / HEAD
+        try:
+            data = read_quietly(head)
+            chain, inline = decode_head(data, len(data), str(head))
+            if inline and chain.segments[0].name == segment.name:
+                return data[len(data) - inline :]
+        except FileNotFoundError:
+            pass
+        return frame_of(read_quietly(path), str(path))
 
     # -- what it costs --------------------------------------------------------------------
 
@@ -312,6 +401,27 @@ class Archive:
 
     def forgotten(self, path: str) -> bool:
         return path_hash(path) in self.tombstones()
+
+
+def read_head(path: Path) -> tuple[Chain, int]:
+    """The chain of the HEAD file at *path* and its inline frame's length, reading the
+    header only (raises CorruptRecord when it cannot be decoded)."""
+    fd = open_quietly(path)
+    try:
+        size = os.fstat(fd).st_size
+        data = os.pread(fd, _HEAD_PEEK, 0)
+        if data.startswith(_HEAD_MAGIC):
+            want = _HEAD_PREFIX + header_length(data, str(path))
+        else:
+            want = size  # version 1: the header is the whole file
+        while len(data) < min(want, size):
+            more = os.pread(fd, min(want, size) - len(data), len(data))
+            if not more:
+                break
+            data += more
+    finally:
+        os.close(fd)
+    return decode_head(data, size, str(path))
 
 
 def read_tombstones(data: bytes, where: str) -> frozenset[str]:

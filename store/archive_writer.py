@@ -47,6 +47,7 @@ from store.archive import (
     Chain,
     Segment,
     encode_tombstones,
+    key_name,
     path_hash,
 )
 from store.atomic import FILE_MODE, DurableBatch, atomic_write, ensure_dir, fsync_all, fsync_dir
@@ -170,9 +171,10 @@ class ArchiveWriter:
             return NOT_KEPT
         segment = Segment(full_hash, len(data), _WHOLE_LEVEL)  # the blake3 of all of data
         folder = self._folder(key)
-        self._put_segment(folder, segment, frame, data)
-        self._sync(folder)
-        self._write_head(replace(fresh, length=len(data), hash=full_hash, segments=(segment,)))
+        # one file: the HEAD carries the segment inline (see store.archive)
+        self._write_head(
+            replace(fresh, length=len(data), hash=full_hash, segments=(segment,)), frame
+        )
         if chain is not None:
             self._drop_after(folder, {s.name for s in chain.segments} - {segment.name})
         return KEPT
@@ -259,10 +261,13 @@ class ArchiveWriter:
         if chain is None:
             return None
         old, new = self._folder(key), self._folder(new_key)
+        inline = self._inline(key)
         for segment in chain.segments:
             name = f"{segment.name}{SEGMENT_SUFFIX}"
+            # a segment the HEAD carries inline: the HEAD is linked (store.archive.frame_of)
+            source = old / (HEAD if segment.name == inline else name)
             with contextlib.suppress(FileExistsError):
-                os.link(old / name, new / name)
+                os.link(source, new / name)
         fsync_dir(new)
         moved = replace(chain, key=new_key, updated_ns=self.now_ns())
         atomic_write(new / HEAD, moved.encode())
@@ -348,6 +353,16 @@ class ArchiveWriter:
             return None  # a new chain replaces it
         return chain if chain is not None and chain.key == key else None
 
+    def _inline(self, key: str) -> str | None:
+        """The name of the segment *key*'s HEAD on disk carries inline, if it does."""
+        try:
+            found = self.reader.entry(key_name(key))
+        except CorruptRecord:
+            return None
+        if found is None or not found[1]:
+            return None
+        return found[0].segments[0].name
+
     def _room(self, n: int) -> bool:
         return self.usage() + n <= self.max_bytes
 
@@ -395,9 +410,15 @@ class ArchiveWriter:
         else:
             self._drop_segments(folder, names)
 
-    def _write_head(self, chain: Chain) -> None:
-        data = replace(chain, updated_ns=self.now_ns()).encode()
+    def _write_head(self, chain: Chain, frame: bytes = b"") -> None:
+        """Replace *chain*'s HEAD (carrying *frame*, its first segment's, inline). A HEAD
+        that carries a segment the new one does not is first linked as that segment's file:
+        O(1), and in the folder before the new HEAD replaces it (its rename comes later)."""
+        data = replace(chain, updated_ns=self.now_ns()).encode(frame)
         folder = self._folder(chain.key)
+        if not frame and chain.segments and self._inline(chain.key) == chain.segments[0].name:
+            with contextlib.suppress(FileExistsError):
+                os.link(folder / HEAD, folder / f"{chain.segments[0].name}{SEGMENT_SUFFIX}")
         if self._batch is not None:
             self._batch.files.write(folder / HEAD, data)
             self._batch.folders.add(folder)
