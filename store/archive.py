@@ -6,28 +6,33 @@ default, ``[archive] dir``): ``pipeline rebuild`` and deleting the index folder 
 the index folder keeps holding only derived, credential-free state. Like the session files it
 copies, it holds what they hold (credentials included), 0600/0700::
 
-    <archive>/sessions/<hh>/<key>/HEAD         one session's chain (msgpack, replaced atomically),
-                                               and a whole-built chain's one segment inline
-    <archive>/sessions/<hh>/<key>/<b3>.zst     its other segments: zstd frames of byte ranges
+    <archive>/chains/<key>                     one session's chain (its HEAD, replaced atomically),
+                                               with a whole-built chain's one segment inline
+    <archive>/chains/<key>.<b3>.zst            its other segments: zstd frames of byte ranges
     <archive>/tombstones                       blake3 of every forgotten path (never the path)
     <archive>/lock                             flock of a tombstone writer
 
-``<key>`` is the blake3 of the session's index path (``key_name``) and ``<hh>`` its first two
-hex digits. A segment is named by the blake3 of its *uncompressed* bytes, so a reader proves
-each one, and the chain's ``hash`` is the blake3 of all of them in order: the session's
-``source_hash`` while the archive holds exactly the bytes indexed. An append adds a segment
-(the chain's last ``FANOUT`` segments of one level are folded into one of the next level, so a
-chain stays a few dozen segments long); a rewrite starts a new chain. A session whose source
-was rewritten so that earlier entries are gone keeps the old chain under a key of its own
-(``retired_key``). Files are 0600 in 0700 folders, written temp + fsync + rename.
+``<key>`` is the blake3 of the session's index path (``key_name``). A segment is named by the
+blake3 of its *uncompressed* bytes, so a reader proves each one, and the chain's ``hash`` is
+the blake3 of all of them in order: the session's ``source_hash`` while the archive holds
+exactly the bytes indexed. An append adds a segment (the chain's last ``FANOUT`` segments of
+one level are folded into one of the next level, so a chain stays a few dozen segments long);
+a rewrite starts a new chain. A session whose source was rewritten so that earlier entries are
+gone keeps the old chain under a key of its own (``retired_key``). Files are 0600 in 0700
+folders, written temp + fsync + rename.
 
-A HEAD is ``SDXH``, the 4-byte length of the header, the header (msgpack
-``[magic, 2, inline, *chain]``) and then ``inline`` bytes: the zstd frame of the chain's first
-segment, when the chain was written whole (a build: one file per session, not two). The
-first later write of that chain's HEAD first hard-links the old HEAD as ``<b3>.zst`` (O(1),
-before the new HEAD replaces it), so a segment file may be such a HEAD: its frame is the one
-inside. A version-1 HEAD (an older build's: the bare msgpack header, every segment in a file
-of its own) is read as it is and replaced by a version-2 one at the chain's next write.
+One folder holds every chain: a build writes one file per session into it and syncs that one
+folder per batch (a folder per session cost a mkdir and a folder fsync per session: ~1 % of a
+build's CPU on the size-S bench). A HEAD is ``SDXH``, the 4-byte length of the header, the
+header (msgpack ``[magic, 2, inline, *chain]``) and then ``inline`` bytes: the zstd frame of
+the chain's first segment, when the chain was written whole (a build: one file per session,
+not two). The first later write of that chain's HEAD first hard-links the old HEAD as
+``<key>.<b3>.zst`` (O(1), before the new HEAD replaces it), so a segment file may be such a
+HEAD: its frame is the one inside.
+
+Older builds wrote ``<archive>/sessions/<hh>/<key>/HEAD`` (a bare msgpack header, version 1)
+and ``.../<key>/<b3>.zst``: such a chain is read where it is, and moved into ``chains/`` (its
+segments linked, then its HEAD written, then the old folder removed) when it is next written.
 
 This module is the read side, shared by the pipeline and the query process (which reads an
 archived session's chain to verify its follow tokens and ``query export --format source``);
@@ -36,6 +41,7 @@ archived session's chain to verify its follow tokens and ``query export --format
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -54,6 +60,7 @@ from store.schema import BOOL, TUPLE, Wired, nested_tuple, wire, wired
 __all__ = [
     "ARCHIVED",
     "FANOUT",
+    "CHAINS",
     "HEAD",
     "KEPT",
     "NOT_KEPT",
@@ -61,6 +68,7 @@ __all__ = [
     "Archive",
     "ArchiveDamaged",
     "Chain",
+    "Head",
     "Segment",
     "decode_head",
     "frame_of",
@@ -74,7 +82,8 @@ HEAD: Final = "HEAD"
 SEGMENT_SUFFIX: Final = ".zst"
 TOMBSTONES: Final = "tombstones"
 LOCK: Final = "lock"
-SESSIONS: Final = "sessions"
+CHAINS: Final = "chains"
+SESSIONS: Final = "sessions"  # the layout of older builds (a folder per chain): read only
 FANOUT: Final = 8
 _VERSION: Final = 1  # a bare msgpack HEAD (read only) and the tombstones file
 _HEAD_VERSION: Final = 2
@@ -231,6 +240,20 @@ def frame_of(data: bytes, where: str) -> bytes:
     return data[len(data) - inline :]
 
 
+@dataclass(frozen=True, slots=True)
+class Head:
+    """What a HEAD file says: its chain, the length of the frame of ``chain.segments[0]``
+    it carries inline (0: none), and whether it is in an older build's layout."""
+
+    chain: Chain
+    inline: int
+    legacy: bool
+
+
+def _is_name(name: str) -> bool:
+    return len(name) == 64 and "." not in name
+
+
 class ArchiveDamaged(StoreError):
     """A chain's segment is missing or its bytes are not the ones its name promises."""
 
@@ -245,20 +268,29 @@ class Archive:
 
     def __init__(self, root: Path) -> None:
         self.root = Path(root)
-        self.sessions = self.root / SESSIONS
-        self._heads: dict[str, tuple[tuple[int, int, int], tuple[Chain, int]]] = {}
+        self.chains_dir = self.root / CHAINS
+        self.sessions = self.root / SESSIONS  # an older build's layout
+        self._heads: dict[str, tuple[tuple[int, int, int], Head]] = {}
         self._tombstones: tuple[tuple[int, int, int], frozenset[str]] | None = None
 
     # -- where ----------------------------------------------------------------------------
 
+    def head_file(self, name: str) -> Path:
+        """The HEAD of the chain *name* (``key_name``)."""
+        return self.chains_dir / name
+
+    def segment_file(self, name: str, segment: str) -> Path:
+        return self.chains_dir / f"{name}.{segment}{SEGMENT_SUFFIX}"
+
+    def head_path(self, key: str) -> Path:
+        return self.head_file(key_name(key))
+
     def folder_of(self, name: str) -> Path:
+        """The folder an older build kept the chain *name* in."""
         return self.sessions / name[:2] / name
 
     def folder(self, key: str) -> Path:
         return self.folder_of(key_name(key))
-
-    def head_path(self, key: str) -> Path:
-        return self.folder(key) / HEAD
 
     # -- chains ---------------------------------------------------------------------------
 
@@ -269,12 +301,16 @@ class Archive:
 
     def head_of(self, name: str) -> Chain | None:
         found = self.entry(name)
-        return found[0] if found is not None else None
+        return found.chain if found is not None else None
 
-    def entry(self, name: str) -> tuple[Chain, int] | None:
-        """The chain of the folder *name* and the length of the frame its HEAD carries
-        inline (only the header is read), or None."""
-        path = self.folder_of(name) / HEAD
+    def entry(self, name: str) -> Head | None:
+        """The HEAD of the chain *name* (only its header read), or None."""
+        found = self._entry(name, self.head_file(name), False)
+        if found is None:
+            found = self._entry(name, self.folder_of(name) / HEAD, True)
+        return found
+
+    def _entry(self, name: str, path: Path, legacy: bool) -> Head | None:
         try:
             st = os.stat(path)
         except (FileNotFoundError, NotADirectoryError):
@@ -282,20 +318,26 @@ class Archive:
             return None
         stamp = (st.st_ino, st.st_mtime_ns, st.st_size)
         hit = self._heads.get(name)
-        if hit is not None and hit[0] == stamp:
+        if hit is not None and hit[0] == stamp and hit[1].legacy == legacy:
             return hit[1]
         try:
-            found = read_head(path)
+            chain, inline = read_head(path)
         except FileNotFoundError:
             return None
+        found = Head(chain, inline, legacy)
         if len(self._heads) >= 65_536:
             self._heads.clear()
         self._heads[name] = (stamp, found)
         return found
 
     def names(self) -> set[str]:
-        """The folder name of every chain (listing only, nothing read)."""
+        """The name of every chain (listing only, nothing read)."""
         out: set[str] = set()
+        try:
+            with os.scandir(self.chains_dir) as entries:
+                out.update(e.name for e in entries if _is_name(e.name))
+        except FileNotFoundError:
+            pass
         try:
             fans = list(os.scandir(self.sessions))
         except FileNotFoundError:
@@ -322,22 +364,23 @@ class Archive:
     def read(self, chain: Chain) -> bytes:
         """The chain's bytes, every segment and the whole proven against their blake3
         (ArchiveDamaged otherwise)."""
-        folder = self.folder(chain.key)
+        name = key_name(chain.key)
         parts: list[bytes] = []
         whole = blake3.blake3()
         for segment in chain.segments:
-            raw = self.segment(folder, segment)
+            raw = self.segment(name, segment)
             whole.update(raw)
             parts.append(raw)
         data = b"".join(parts)
         if len(data) != chain.length or whole.hexdigest() != chain.hash:
-            raise ArchiveDamaged(str(folder), "the segments do not make the chain's bytes")
+            raise ArchiveDamaged(str(self.head_file(name)), "the segments do not make the chain")
         return data
 
-    def segment(self, folder: Path, segment: Segment) -> bytes:
-        path = folder / f"{segment.name}{SEGMENT_SUFFIX}"
+    def segment(self, name: str, segment: Segment) -> bytes:
+        """The bytes of one segment of the chain *name*, proven against its name."""
+        path = self.segment_file(name, segment.name)
         try:
-            frame = self._frame(folder, segment, path)
+            frame = self._frame(name, segment)
             raw = zstandard.ZstdDecompressor().decompress(frame, max_output_size=segment.length)
         except (OSError, CorruptRecord, zstandard.ZstdError) as exc:
             raise ArchiveDamaged(str(path), f"segment unreadable: {exc}") from exc
@@ -345,22 +388,27 @@ class Archive:
             raise ArchiveDamaged(str(path), "segment bytes do not match its name")
         return raw
 
-    def _frame(self, folder: Path, segment: Segment, path: Path) -> bytes:
-        """The segment's frame: its own file, else the HEAD that carries it inline (and its
-        own file again: a writer may have linked it there and replaced the HEAD meanwhile)."""
-        try:
-            return frame_of(read_quietly(path), str(path))
-        except FileNotFoundError:
-            pass
-        head = folder / HEAD
-        try:
-            data = read_quietly(head)
-            chain, inline = decode_head(data, len(data), str(head))
+    def _frame(self, name: str, segment: Segment) -> bytes:
+        """The segment's frame: its own file, else the HEAD that carries it inline, else an
+        older build's folder; and its own file again (a writer may have linked it there and
+        replaced the HEAD meanwhile)."""
+        path = self.segment_file(name, segment.name)
+        legacy = self.folder_of(name)
+        for where in (path, self.head_file(name), legacy / HEAD):
+            try:
+                data = read_quietly(where)
+            except FileNotFoundError:
+                continue
+            if where == path:
+                return frame_of(data, str(where))
+            chain, inline = decode_head(data, len(data), str(where))
             if inline and chain.segments[0].name == segment.name:
                 return data[len(data) - inline :]
-        except FileNotFoundError:
-            pass
-        return frame_of(read_quietly(path), str(path))
+        old = legacy / f"{segment.name}{SEGMENT_SUFFIX}"
+        for where in (old, path):
+            with contextlib.suppress(FileNotFoundError):
+                return frame_of(read_quietly(where), str(where))
+        raise FileNotFoundError(str(path))
 
     # -- what it costs --------------------------------------------------------------------
 

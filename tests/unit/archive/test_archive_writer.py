@@ -8,7 +8,7 @@ import blake3
 import pytest
 
 from pipeline.archiving import hashes
-from store.archive import FANOUT, KEPT, NOT_KEPT, Archive, ArchiveDamaged
+from store.archive import FANOUT, KEPT, NOT_KEPT, Archive, ArchiveDamaged, key_name
 from store.archive_writer import ArchiveWriter
 
 STAMP = (1, 2, 3, 4, 5)
@@ -44,9 +44,9 @@ def test_appends_are_segments_folded_so_a_chain_stays_short(tmp_path: Path) -> N
     # 199 appends: at most FANOUT - 1 segments per level, three levels
     assert len(chain.segments) <= 1 + (FANOUT - 1) * 3
     assert Archive(tmp_path / "a").read(chain) == data
-    folder = Archive(tmp_path / "a").folder("/s/x.jsonl")
-    on_disk = {p.name for p in folder.iterdir()}
-    assert on_disk == {"HEAD", *(f"{s.name}.zst" for s in chain.segments)}  # nothing left over
+    name = key_name("/s/x.jsonl")
+    on_disk = {p.name for p in (tmp_path / "a" / "chains").iterdir()}
+    assert on_disk == {name, *(f"{name}.{s.name}.zst" for s in chain.segments)}  # nothing more
 
 
 def test_an_append_writes_only_the_new_bytes(tmp_path: Path) -> None:
@@ -77,7 +77,7 @@ def test_a_rewrite_starts_a_new_chain(tmp_path: Path) -> None:
     chain = Archive(tmp_path / "a").head("/s/x.jsonl")
     assert chain is not None and Archive(tmp_path / "a").read(chain) == other
     # a chain written whole is one file, its HEAD carrying the segment; the old one is gone
-    assert [p.name for p in Archive(tmp_path / "a").folder("/s/x.jsonl").iterdir()] == ["HEAD"]
+    assert [p.name for p in (tmp_path / "a" / "chains").iterdir()] == [key_name("/s/x.jsonl")]
 
 
 def test_the_cap_stops_the_archive_and_says_so(tmp_path: Path) -> None:
@@ -116,7 +116,7 @@ def test_a_damaged_segment_is_refused(tmp_path: Path) -> None:
     import zstandard
 
     # the segment inline in the HEAD: other bytes in its place are refused
-    head = archive.folder("/s/x.jsonl") / "HEAD"
+    head = archive.head_path("/s/x.jsonl")
     data = head.read_bytes()
     frame = zstandard.ZstdCompressor().compress(b"one\n")
     assert data.endswith(frame)
@@ -127,7 +127,7 @@ def test_a_damaged_segment_is_refused(tmp_path: Path) -> None:
     _keep_growing(writer, "/s/y.jsonl", [b"one\n", b"more\n"])
     chain = archive.head("/s/y.jsonl")
     assert chain is not None and archive.read(chain) == b"one\nmore\n"
-    for segment in archive.folder("/s/y.jsonl").glob("*.zst"):
+    for segment in archive.chains_dir.glob(f"{key_name('/s/y.jsonl')}.*.zst"):
         segment.unlink()
         segment.write_bytes(zstandard.ZstdCompressor().compress(b"two\n"))
     with pytest.raises(ArchiveDamaged):
@@ -146,7 +146,7 @@ def test_an_archive_an_older_build_wrote_is_read_and_kept_growing(tmp_path: Path
     """Version 1: a bare msgpack HEAD and every segment in a file of its own."""
     import zstandard
 
-    from store.archive import Chain, Segment, key_name
+    from store.archive import Chain, Segment
     from store.codec import pack
 
     data = b'{"line": 1}\n'
@@ -171,7 +171,9 @@ def test_an_archive_an_older_build_wrote_is_read_and_kept_growing(tmp_path: Path
     assert kept == KEPT
     grown = Archive(tmp_path / "a").head("/s/old.jsonl")
     assert grown is not None and Archive(tmp_path / "a").read(grown) == data + more
-    assert (folder / "HEAD").read_bytes().startswith(b"SDXH")  # written as this build writes
+    # moved into this build's layout at its first write: the old folder is gone
+    assert archive.head_path("/s/old.jsonl").read_bytes().startswith(b"SDXH")
+    assert not folder.exists() and archive.names() == {key_name("/s/old.jsonl")}
 
 
 def test_a_whole_chain_is_one_file_until_an_append_links_its_segment_out(
@@ -181,11 +183,11 @@ def test_a_whole_chain_is_one_file_until_an_append_links_its_segment_out(
     first = b"".join(f'{{"n": {n}}}\n'.encode() for n in range(500))
     _keep_growing(writer, "/s/x.jsonl", [first])
     archive = Archive(tmp_path / "a")
-    folder = archive.folder("/s/x.jsonl")
-    assert [p.name for p in folder.iterdir()] == ["HEAD"]
+    name = key_name("/s/x.jsonl")
+    assert [p.name for p in archive.chains_dir.iterdir()] == [name]
     seen = archive.head("/s/x.jsonl")  # a reader holding the chain as it was
     assert seen is not None
-    head_inode = (folder / "HEAD").stat().st_ino
+    head_inode = archive.head_path("/s/x.jsonl").stat().st_ino
     _keep_growing_tail = blake3.blake3(first).hexdigest()
     more = b'{"n": "more"}\n'
     writer.keep_append(
@@ -193,7 +195,7 @@ def test_a_whole_chain_is_one_file_until_an_append_links_its_segment_out(
         full_hash=blake3.blake3(first + more).hexdigest(), stamp=STAMP,
     )  # fmt: skip
     # the old HEAD became the first segment's file (a link, nothing copied)
-    assert (folder / f"{seen.segments[0].name}.zst").stat().st_ino == head_inode
+    assert archive.segment_file(name, seen.segments[0].name).stat().st_ino == head_inode
     assert Archive(tmp_path / "a").read(seen) == first  # what the reader held still reads
     grown = Archive(tmp_path / "a").head("/s/x.jsonl")
     assert grown is not None and Archive(tmp_path / "a").read(grown) == first + more
