@@ -13,7 +13,9 @@
 
 A session inside a database file (``store.dbsource``) has no bytes of its own to append to:
 its stamp is read from inside the database, and when it moved the session is serialized and
-hashed whole: the same hash is an append of nothing (a new stamp), another a rewrite.
+hashed whole: the same hash is an append of nothing (a new stamp), another a rewrite. A
+session of an older writer's tree of files that the database beside it now holds (migrated,
+``store.dbtree``) is forgotten, not deleted: the archive must not keep a second copy of it.
 
 "Prefix unchanged" is proved by hashing the whole known prefix against the recorded hash the
 first time a file grows after a start or a reconcile scan; until the next scan this watcher
@@ -33,7 +35,13 @@ from typing import Any, Final
 import blake3
 
 from store.dblayout import DbLayout, same_stamp, split_member
-from store.dbsource import DbUnreadable, MemberTooLarge, member_stamp, read_member
+from store.dbsource import (
+    DbUnreadable,
+    MemberTooLarge,
+    is_superseded,
+    member_stamp,
+    read_member,
+)
 from store.records import SourceEvent
 
 __all__ = ["WINDOW", "Known", "classify", "classify_member", "known_from_event"]
@@ -134,7 +142,7 @@ def classify_member(
     except DbUnreadable:
         return None, known
     if stamp is None or where is None:
-        return (_delete(path, known, now_ns) if known is not None else None), None
+        return (_gone(path, known, now_ns, layout) if known is not None else None), None
     if known is not None and known.agent == agent and same_stamp(known.stamp, stamp):
         return None, known
     dev, ino, _, mtime_ns, signature = stamp
@@ -145,7 +153,7 @@ def classify_member(
         after = Known(agent, dev, ino, (limit or 0) + 1, mtime_ns, signature, None)
         return _event("rewrite", path, after, 0, now_ns), after
     except FileNotFoundError:
-        return (_delete(path, known, now_ns) if known is not None else None), None
+        return (_gone(path, known, now_ns, layout) if known is not None else None), None
     except DbUnreadable:
         return None, known
     dev, ino, size, mtime_ns, signature = stamp
@@ -254,6 +262,15 @@ def _event(kind: str, path: str, after: Known, start: int, now_ns: int) -> Sourc
         observed_ns=now_ns,
         extra=extra,
     )
+
+
+def _gone(path: str, known: Known, now_ns: int, layout: DbLayout) -> SourceEvent:
+    """A member no longer there: deleted (the archive may keep it), or, for a session of a
+    tree the writer migrated into its database (``store.dbtree``), forgotten: the database
+    holds it now, and a kept copy would answer every query twice."""
+    if is_superseded(path, layout):
+        return SourceEvent("forget", path, known.agent, 0, 0, 0, 0, 0, 0, now_ns)
+    return _delete(path, known, now_ns)
 
 
 def _delete(path: str, known: Known, now_ns: int) -> SourceEvent:

@@ -8,7 +8,9 @@ An agent whose sessions are rows of SQLite files (``Adapter.database``) has a ca
 session inside each database file directly in its root (the writer's data folder, whose
 other folders are not walked), ``<db path>#<session id>``, stamped from inside the
 database (``store.dbsource``): its size is not known until it is read, so its stamps are
-compared by ``unchanged``.
+compared by ``unchanged``. A folder there that an older version of the writer kept its
+sessions in (``DbLayout.trees``: OpenCode's ``storage/``) has a candidate per session it holds
+that no database beside it holds, ``<folder>#<session id>`` (``store.dbtree``).
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ import structlog
 
 from stages.agents import adapter
 from store.dblayout import MEMBER, DbLayout, member_path, same_stamp
-from store.dbsource import DbUnreadable, list_members
+from store.dbsource import DbUnreadable, superseded, survey
 from store.files import open_quietly
 from store.reasons import SOURCE_UNAVAILABLE, SOURCE_UNREADABLE
 from store.sources import SourceSpec
@@ -136,28 +138,40 @@ def discover(roots: Mapping[str, Path]) -> tuple[list[Candidate], list[tuple[str
             except OSError:
                 problems.append((str(path), agent, SOURCE_UNAVAILABLE))
                 continue
-            if not os.path.isfile(path) or path.is_symlink():
-                continue
             database = adapter(agent).database
+            if database is None and (not os.path.isfile(path) or path.is_symlink()):
+                continue
+            tree = database is not None and database.tree(path.name) is not None
+            if tree and (not os.path.isdir(path) or path.is_symlink()):
+                # a tree of session files that is no folder of its own: named, not followed
+                problems.append((str(path), agent, SOURCE_UNREADABLE))
+                continue
             if database is None:
                 found.append(Candidate(str(path), agent, stamp_of(st)))
             elif not _members(str(path), agent, database, found):
+                # unreadable, or it holds sessions no member can name: not all of it is read
                 problems.append((str(path), agent, SOURCE_UNREADABLE))
         problems += [(folder, agent, SOURCE_UNREADABLE) for folder in unreadable]
     return found, problems
 
 
 def _members(db: str, agent: str, layout: DbLayout, found: list[Candidate]) -> bool:
-    """Add a candidate per session in database *db*; False when it cannot be read."""
+    """Add a candidate per session in database *db*; False when it cannot be read, or not
+    all of it: a session whose id names no member (``store.dbsource.survey``)."""
     try:
-        members = list_members(db, layout)
+        members, unnamed = survey(db, layout)
     except FileNotFoundError:
         return True  # gone between the listing and the open
     except DbUnreadable as exc:
         log.warning("source.unreadable", path=db, agent=agent, error=str(exc))
         return False
     found.extend(Candidate(member_path(db, i), agent, s) for i, s in members.items())
-    return True
+    # the writer migrated these into its database: read there only, named here once
+    if layout.tree(os.path.basename(db)) is not None and (skipped := superseded(db, layout)):
+        log.info("source.superseded", path=db, agent=agent, sessions=len(skipped))
+    if unnamed:
+        log.warning("source.unreadable", path=db, agent=agent, error=f"{unnamed} unusable ids")
+    return not unnamed
 
 
 def under(folders: Iterable[str], path: str) -> bool:

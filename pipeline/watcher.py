@@ -45,6 +45,7 @@ from store.archive import key_name
 from store.config import Config
 from store.dblayout import MEMBER, member_path, same_stamp
 from store.dbsource import DbUnreadable, list_members
+from store.dbtree import session_of
 from store.errors import CorruptRecord
 from store.journal import Journal
 from store.reasons import SOURCE_UNREADABLE
@@ -111,6 +112,8 @@ class Watcher:
         self._tombstones: object = _UNSEEN
         self._first_scan = True
         self._sizes: dict[str, tuple[int, str]] = {}
+        # tree files name their owner's id only: (level, id) -> owner id (store.dbtree)
+        self._owners: dict[tuple[int, str], str] = {}
 
     # -- start -----------------------------------------------------------------------------
 
@@ -366,6 +369,10 @@ class Watcher:
         message is one session's event, not every session's in the file."""
         out: list[str] = []
         for path in paths:
+            in_tree = self._tree_member_of(path)
+            if in_tree is not None:
+                out += in_tree
+                continue
             found = self._database_of(path)
             if found is None:
                 out.append(path)
@@ -388,7 +395,36 @@ class Watcher:
                 known = self.view.get(member)
                 if known is None or not same_stamp(known.stamp, stamp):
                     out.append(member)
+                if known is None:
+                    # new here: migrated from a tree beside it, whose copy is superseded now
+                    out += [m for m in layout.legacy(os.path.dirname(db), sid) if m in self.view]
         return sorted(set(out))
+
+    def _tree_member_of(self, path: str) -> list[str] | None:
+        """For a file inside a tree of session files (``DbLayout.trees``), the member it
+        belongs to ([] when none); None when *path* is not inside a tree. Costs a lookup in
+        the bounded owner map, or once per unknown owner one stat per session folder."""
+        for root, agent in self._roots:
+            layout = adapter(agent).database
+            if layout is None or not path.startswith(root + os.sep):
+                continue
+            top = path[len(root) + 1 :].split(os.sep, 1)[0]
+            tree = layout.tree(top)
+            if tree is None or os.sep not in path[len(root) + 1 :]:
+                return None
+            folder = os.path.join(root, top)
+            sid = session_of(folder, tree, path, self._owners)
+            return [member_path(folder, sid)] if sid is not None else []
+        return None
+
+    def in_tree(self, path: str) -> bool:
+        """True when *path* lies inside a tree of session files (``DbLayout.trees``)."""
+        for root, agent in self._roots:
+            layout = adapter(agent).database
+            if layout is not None and path.startswith(root + os.sep):
+                rest = path[len(root) + 1 :]
+                return os.sep in rest and layout.tree(rest.split(os.sep, 1)[0]) is not None
+        return False
 
     def _database_of(self, path: str) -> tuple[str, str] | None:
         """(database, agent) when *path* is a session database in a root or its write-ahead
@@ -486,18 +522,23 @@ class Observers:
             return
         handler = _Handler(self.watcher)
         for agent, root in roots.items():
-            key = str(root)
-            if key in self._watched or not root.is_dir():
-                continue
-            # a session database lies in its root itself (``pipeline.discovery``)
-            deep = adapter(agent).database is None
-            try:
-                observer.schedule(handler, key, recursive=deep)
-            except OSError as exc:  # e.g. inotify watch limit: the reconcile scan still runs
-                log.warning("watch.unavailable", root=key, error=str(exc))
-                continue
-            self._watched.add(key)
-            self.watcher.request_reconcile()
+            # a session database lies in its root itself (``pipeline.discovery``), a tree of
+            # session files in a folder of its own there, watched whole (it may appear later:
+            # the scan its folder's creation requests brings it here again)
+            layout = adapter(agent).database
+            folders = [(root, layout is None)]
+            folders += [(root / t.folder, True) for t in (layout.trees if layout else ())]
+            for folder, deep in folders:
+                key = str(folder)
+                if key in self._watched or not folder.is_dir():
+                    continue
+                try:
+                    observer.schedule(handler, key, recursive=deep)
+                except OSError as exc:  # e.g. inotify watch limit: the reconcile scan still runs
+                    log.warning("watch.unavailable", root=key, error=str(exc))
+                    continue
+                self._watched.add(key)
+                self.watcher.request_reconcile()
 
     def stop(self) -> None:
         logging.getLogger("watchdog.observers.inotify_c").removeHandler(self._overflow)
@@ -522,7 +563,10 @@ class _Handler(FileSystemEventHandler):
         if kind in self._IGNORED:
             return
         if event.is_directory:
-            # A folder moved in or out brings no per-file events: scan.
+            # A folder moved in or out brings no per-file events: scan. A tree of session
+            # files makes a folder per message (``store.dbtree``): its files come as events.
+            if kind == "created" and self.watcher.in_tree(os.fsdecode(event.src_path)):
+                return
             if kind in ("created", "moved", "deleted"):
                 self.watcher.request_reconcile()
             return

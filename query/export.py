@@ -31,7 +31,7 @@ from query.render import printable
 from query.scope import resolve_target
 from store.archive import Archive
 from store.dblayout import DbLayout, split_member
-from store.dbsource import read_member
+from store.dbsource import QUERY_BUSY_MS, read_member
 from store.errors import CorruptRecord, StoreError
 from store.files import read_quietly
 from store.reasons import SOURCE_UNAVAILABLE
@@ -110,7 +110,11 @@ def _source(state: SessionState, archive: Archive | None, layout: DbLayout | Non
         where = split_member(state.path) if layout is not None else None
         try:
             if layout is not None:
-                data = read_member(*where, layout)[0] if where is not None else b""
+                data = (
+                    read_member(*where, layout, busy_ms=QUERY_BUSY_MS)[0]
+                    if where is not None
+                    else b""
+                )
             else:
                 data = read_quietly(state.path)
         except OSError:

@@ -18,6 +18,7 @@ and so is a file with several hard links, or one in a folder the feed cannot wat
 from __future__ import annotations
 
 import os
+import time
 from dataclasses import dataclass
 from typing import Final, Literal
 
@@ -26,7 +27,7 @@ import blake3
 from query.changes import Batch, Changes
 from store.archive import Archive
 from store.dblayout import DbLayout, Stamp, same_stamp, split_member
-from store.dbsource import list_members, member_stamp, read_member
+from store.dbsource import QUERY_BUSY_MS, list_members, member_stamp, read_member
 from store.errors import CorruptRecord
 from store.records import SessionState
 
@@ -34,6 +35,8 @@ __all__ = ["Freshness", "Observation", "Status"]
 
 Status = Literal["fresh", "changed", "missing", "unreadable"]
 _CACHE_MAX: Final = 4096
+# how long a database that could not be listed is taken as unreadable without trying again
+_UNREADABLE_RETRY_S: Final = 1.0
 _CHUNK: Final = 1 << 20
 
 
@@ -107,7 +110,8 @@ class Freshness:
         # agent -> how its sessions are read from a database file (the manifest's sources)
         self.databases: dict[str, DbLayout] = {}
         # database -> (what its files looked like, its members' stamps then)
-        self._listings: dict[str, tuple[object, dict[str, Stamp]]] = {}
+        # (None: it could not be read at that monotonic time)
+        self._listings: dict[str, tuple[object, dict[str, Stamp] | None, float]] = {}
 
     @property
     def changes(self) -> Changes | None:
@@ -200,15 +204,25 @@ class Freshness:
         if where is None:
             return Observation("missing")
         try:
-            listed = None if need_hash else self._listing(where[0], layout)
-            stamp = listed.get(where[1]) if listed is not None else member_stamp(*where, layout)
+            # a tree of session files (``store.dbtree``) is stamped per session: no file of
+            # its own moves when one of its sessions grows, so no listing of it is kept
+            tree = layout.tree(os.path.basename(where[0])) is not None
+            if need_hash or tree:
+                stamp = member_stamp(*where, layout, busy_ms=QUERY_BUSY_MS)
+            else:
+                listed = self._listing(where[0], layout)
+                if listed is None:
+                    # the database cannot be read now (locked by a writer, damaged): one
+                    # failed listing answers for all its sessions, each no second wait
+                    return Observation("unreadable")
+                stamp = listed.get(where[1])
             if stamp is None:
                 return Observation("missing")
             if same_stamp(stamp, state.stamp):
                 return Observation("fresh", state.source_hash)
             if not need_hash:
                 return Observation("changed")
-            data, _ = read_member(*where, layout)
+            data, _ = read_member(*where, layout, busy_ms=QUERY_BUSY_MS)
         except FileNotFoundError:
             return Observation("missing")
         except OSError:
@@ -220,16 +234,25 @@ class Freshness:
         """Every member's stamp in *db*, listed again only when the file, its write-ahead log
         or the log's header (a checkpoint's new salts) moved; None when it cannot be read."""
         key = _database_key(db)
+        now = time.monotonic()
         found = self._listings.get(db)
-        if found is not None and found[0] == key:
+        if (
+            found is not None
+            and found[0] == key
+            and (found[1] is not None or now - found[2] < _UNREADABLE_RETRY_S)
+        ):
             return found[1]
         try:
-            listed = list_members(db, layout)
+            listed: dict[str, Stamp] | None = list_members(db, layout, busy_ms=QUERY_BUSY_MS)
+        except FileNotFoundError:
+            return {}  # gone: every member missing
         except OSError:
-            return None
+            # remembered a moment: a database locked by a writer costs each look of one of
+            # its sessions the busy wait otherwise (a recall over many: many waits)
+            listed, now = None, time.monotonic()
         if len(self._listings) >= _CACHE_MAX:
             self._listings.clear()
-        self._listings[db] = (key, listed)
+        self._listings[db] = (key, listed, now)
         return listed
 
     def _kept(self, state: SessionState) -> Observation:

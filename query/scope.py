@@ -32,7 +32,7 @@ from query.args import Scope
 from query.changes import Batch, Changes
 from query.generation import Generation, order_key
 from store.dblayout import member_path
-from store.dbsource import list_members
+from store.dbsource import QUERY_BUSY_MS, member_times
 from store.reasons import SOURCE_UNREADABLE, STALE_SESSION
 from store.records import AGENTS, SessionState
 from store.sources import HOME, TMPDIR, SessionFiles, folder_names
@@ -484,15 +484,17 @@ def _unseen_members(
         for name in names:
             db = os.path.join(folder, name)
             try:
-                members = list_members(db, layout)
+                members, unnamed = member_times(db, layout, busy_ms=QUERY_BUSY_MS)
             except FileNotFoundError:
                 continue
             except OSError:
                 out.append(Unindexed(db, agent, SOURCE_UNREADABLE))
                 continue
-            for session_id, stamp in members.items():
+            if unnamed:  # sessions whose ids name no member: never read
+                out.append(Unindexed(db, agent, SOURCE_UNREADABLE))
+            for session_id, changed in members.items():
                 path = member_path(db, session_id)
-                if path in gen.by_path or path in gen.skipped or stamp[3] < newer_than:
+                if path in gen.by_path or path in gen.skipped or changed < newer_than:
                     continue
                 out.append(Unindexed(path, agent, STALE_SESSION, stale=True))
     return out

@@ -111,7 +111,7 @@ class Adapter:
     def __post_init__(self) -> None:
         if self.files.whole and self.parse_whole is None:
             raise ValueError(f"{self.name}: whole-object session files need parse_whole")
-        if self.database is not None and self.files.patterns != (self.database.members,):
+        if self.database is not None and self.files.patterns != self.database.members:
             raise ValueError(f"{self.name}: a database source's files are its members")
 
     def parse(self, data: bytes, path: str, *, settled: bool = False) -> ParseResult:

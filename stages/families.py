@@ -16,15 +16,18 @@ A writer that mints MCP names its own way says how to split them (``Adapter.mcp`
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Final
 
 from stages.agents import adapter
-from store.records import TOOL_FAMILIES
+from stages.common import clean_text, files_touched
+from store.records import TOOL_FAMILIES, NormalizedEntry
 
 __all__ = [
     "MCP_PREFIX",
     "TOOL_FAMILIES",
     "agent_mcp_parts",
+    "as_call",
     "fabric_family",
     "mcp_parts",
     "mcp_tool_name",
@@ -94,3 +97,28 @@ def fabric_family(provider: str | None, action: str | None, tool: str) -> str | 
     if provider == _FABRIC_PROVIDER and action:
         return tool_family("pi", action)
     return tool_family("pi", tool) if mcp_parts(tool) is not None else "other"
+
+
+def as_call(
+    entry: NormalizedEntry,
+    agent: str,
+    name: str,
+    args: object,
+    call_id: object,
+    carrier: str | None,
+) -> NormalizedEntry:
+    """*entry* as the typed call of tool *name*: its identity and family, the files its typed
+    arguments name, and the operation address ``<carrier>/call:<id>`` when the writer gave the
+    call a string id (*carrier*: the id of the record that holds the call)."""
+    address = f"{carrier}/call:{clean_text(call_id)}" if isinstance(call_id, str) else None
+    ref, provider, action = tool_identity(agent, name) if name else (None, None, None)
+    return replace(
+        entry,
+        tool=name or None,
+        operation_address=address,
+        ref=ref,
+        provider=provider,
+        action=action,
+        files_touched=files_touched([args]),
+        family=tool_family(agent, name),
+    )

@@ -19,6 +19,7 @@ __all__ = [
     "TABLE_KEY",
     "DbLayout",
     "DbTable",
+    "DbTree",
     "Stamp",
     "member_path",
     "same_stamp",
@@ -65,13 +66,52 @@ class DbTable(Wired):
 
 @wired
 @dataclass(frozen=True)
+class DbTree(Wired):
+    """A folder beside the databases (``folder``) holding sessions as an older version of the
+    writer kept them, one JSON file per row, every id a file or folder name (OpenCode < 1.2's
+    ``storage/``, the tree its ``json-migration.ts`` reads)::
+
+        <session>/<group>/<id>.json         a session; <group> goes into column ``group``
+        <levels[0]>/<session id>/<id>.json  its rows of the first level (messages)
+        <levels[1]>/<level-0 id>/<id>.json  rows of the next level, owned by a row above (parts)
+
+    ``keys[i]`` names the column the owning folder's name goes into (``session_id``,
+    ``message_id``)."""
+
+    folder: str = field(metadata=wire(VALUE))
+    session: str = field(metadata=wire(VALUE))
+    group: str = field(metadata=wire(VALUE))
+    levels: tuple[str, ...] = field(metadata=wire(TUPLE))
+    keys: tuple[str, ...] = field(metadata=wire(TUPLE))
+
+    def __post_init__(self) -> None:
+        names = (self.session, self.group, *self.levels, *self.keys)
+        bad = [n for n in names if not (isinstance(n, str) and _NAME.match(n))]
+        if bad or len(self.levels) != len(self.keys):
+            raise ValueError(f"DbTree needs identifiers, one key per level: {names}")
+        if not (isinstance(self.folder, str) and self.folder and "/" not in self.folder):
+            raise ValueError(f"DbTree folder must be a folder name, got {self.folder!r}")
+        if MEMBER in self.folder:
+            raise ValueError(f"DbTree folder must not contain {MEMBER!r}: {self.folder!r}")
+
+
+@wired
+@dataclass(frozen=True)
 class DbLayout(Wired):
     """Which files under an agent's root are its session databases (``file``: an ``fnmatch``
     pattern over the name) and the tables a session's rows are in, the session table first
-    (its ``key`` column lists the sessions)."""
+    (its ``key`` column lists the sessions); ``trees``: the folders an older version of the
+    writer kept the same sessions in (``DbTree``, read by ``store.dbtree``). A session a
+    database holds is read from the database only: its copy in a tree is *superseded*."""
 
     file: str = field(metadata=wire(VALUE))
     tables: tuple[DbTable, ...] = field(metadata=wire(nested_tuple(DbTable)))
+    trees: tuple[DbTree, ...] = field(
+        default=(), metadata=wire(nested_tuple(DbTree), since=2, omit=True)
+    )
+    # files in the root an older version kept one session in each, its id the file's stem,
+    # read as they are (Goose's ``*.jsonl``: ``store.dbsource``); "" when none
+    singles: str = field(default="", metadata=wire(VALUE, since=2, omit=True))
 
     def __post_init__(self) -> None:
         if not (isinstance(self.file, str) and self.file and "/" not in self.file):
@@ -80,15 +120,37 @@ class DbLayout(Wired):
             raise ValueError(f"DbLayout file must not contain {MEMBER!r}: {self.file!r}")
         if not self.tables:
             raise ValueError("DbLayout needs at least its session table")
+        if not isinstance(self.singles, str) or "/" in self.singles or MEMBER in self.singles:
+            raise ValueError(f"DbLayout singles must be a file name pattern: {self.singles!r}")
 
     def holds(self, name: str) -> bool:
-        """True when a file called *name* is one of these databases."""
-        return fnmatchcase(name, self.file)
+        """True when an entry of the root called *name* is one of these databases or trees."""
+        return fnmatchcase(name, self.file) or self.tree(name) is not None or self.single(name)
+
+    def single(self, name: str) -> bool:
+        """True when a file of the root called *name* holds one session of an older version
+        (``singles``), its id the name's stem."""
+        return bool(self.singles) and fnmatchcase(name, self.singles)
+
+    def legacy(self, root: str, session_id: str) -> tuple[str, ...]:
+        """The member paths session *session_id* of a database in *root* may also have in the
+        older stores beside it (``trees``, ``singles``): superseded by the database's."""
+        out = [member_path(f"{root}/{t.folder}", session_id) for t in self.trees]
+        if self.singles:
+            suffix = self.singles.removeprefix("*")
+            if "*" not in suffix and "?" not in suffix and "[" not in suffix:
+                out.append(member_path(f"{root}/{session_id}{suffix}", session_id))
+        return tuple(out)
+
+    def tree(self, name: str) -> DbTree | None:
+        """The tree kept in the root's folder called *name*, None when it is none."""
+        return next((t for t in self.trees if t.folder == name), None)
 
     @property
-    def members(self) -> str:
-        """The ``SessionFiles`` pattern of its members' names."""
-        return f"{self.file}{MEMBER}*"
+    def members(self) -> tuple[str, ...]:
+        """The ``SessionFiles`` patterns of its members' names."""
+        singles = (f"{self.singles}{MEMBER}*",) if self.singles else ()
+        return (f"{self.file}{MEMBER}*", *(f"{t.folder}{MEMBER}*" for t in self.trees), *singles)
 
 
 def member_path(db: str, session_id: str) -> str:

@@ -8,6 +8,11 @@
     member_stamp(db, id)            one member's stamp (the same queries, for one session)
     read_member(db, id)             the member's canonical bytes and the stamp they were read at
 
+The same four calls serve the older stores a layout names beside its databases: a tree of
+JSON files (``DbLayout.trees``, ``store.dbtree``: ``<folder>#<id>``) and files holding one
+session each (``DbLayout.singles``, ``store.dbsingle``: ``<file>#<id>``). A session a database
+beside them holds is *superseded* there: not listed, stamped or read (``superseded``).
+
 **Canonical bytes.** A member is serialized to JSON lines, one object per row, tables in the
 layout's order and rows in each table's ``order`` (the table's name under ``"$table"``, every
 column by name, the ``json`` columns parsed, keys sorted). The same rows always give the same
@@ -17,7 +22,9 @@ every binding checks, and the archive keeps those bytes: a deleted database stil
 **Stamps.** ``(dev, inode, size, mtime_ns, signature)`` like a file's ``(dev, inode, size,
 mtime_ns, ctime_ns)``: the database file's dev and inode, the newest update time of the
 member's rows (in ns) and a signature of each table's row count, newest update time and the
-length of its ``json`` columns, all read from inside the database. A new message moves its own
+length of its ``json`` columns, and the session's own row whole (one row per session: a
+rename or new token counts move the stamp whatever its update time says; Goose's counts whole
+seconds), all read from inside the database. A new message moves its own
 session's stamp only. The size is the length of the bytes once read (``read_member``); a
 listing does not serialize, so it says nothing of size: compare stamps with ``same_stamp``.
 
@@ -37,76 +44,128 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import stat
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager, suppress
+from fnmatch import fnmatchcase
 from typing import Any, Final
 from urllib.parse import quote
 
 import blake3
 import orjson
 
-from store.dblayout import TABLE_KEY, DbLayout, DbTable, Stamp, member_path, split_member
+from store import dbsingle, dbtree
+from store.dberrors import DbUnreadable, MemberTooLarge
+from store.dblayout import TABLE_KEY, DbLayout, DbTable, DbTree, Stamp, member_path, split_member
 
 __all__ = [
+    "QUERY_BUSY_MS",
     "DbUnreadable",
     "MemberTooLarge",
+    "is_superseded",
     "layouts_of",
     "list_members",
+    "member_times",
     "member_stamp",
     "read_member",
+    "superseded",
+    "survey",
 ]
 
 _BUSY_MS: Final = 2000
+# A query waits no longer for a writer's lock: a commit holds it for milliseconds, and one
+# held longer (a writer's long transaction) is not worth a person's wait; the database is
+# then named unreadable for that answer.
+QUERY_BUSY_MS: Final = 250
 _SIGNATURE_BITS: Final = 62
 
 
-class DbUnreadable(OSError):
-    """A session database that cannot be opened or read (not SQLite, damaged, a schema
-    without the layout's tables): its sessions are unavailable, not gone."""
-
-
-class MemberTooLarge(Exception):
-    """A session whose serialized rows pass the size limit (``maxFileBytes``): it is not
-    read further, as a session file that large is not read at all."""
-
-    def __init__(self, size: int) -> None:
-        super().__init__(f"more than {size} bytes")
-        self.size = size
-
-
-def list_members(db: str, layout: DbLayout) -> dict[str, Stamp]:
+def list_members(db: str, layout: DbLayout, *, busy_ms: int | None = None) -> dict[str, Stamp]:
     """Every session in *db* with its stamp (size -1: unknown before reading). Raises
-    ``FileNotFoundError`` when *db* is gone, ``DbUnreadable`` when it cannot be read."""
-    with _reading(db) as (conn, st):
+    ``FileNotFoundError`` when *db* is gone, ``DbUnreadable`` when it cannot be read (also
+    after *busy_ms* waiting for a writer's lock; default ``_BUSY_MS``)."""
+    return survey(db, layout, busy_ms=busy_ms)[0]
+
+
+def survey(
+    db: str, layout: DbLayout, *, busy_ms: int | None = None
+) -> tuple[dict[str, Stamp], int]:
+    """``list_members`` and how many session rows it left out: an id that names no member
+    (empty, not text, or holding ``/`` or a ``#`` that splits it elsewhere). Their rows are
+    never read, so whoever lists the database must name it rather than call it complete.
+    A tree of files or a single session file names its sessions by file name: none left out."""
+    if (tree := _tree(db, layout)) is not None:
+        return dbtree.list_tree(db, tree, superseded(db, layout)), 0
+    if layout.single(os.path.basename(db)):
+        return dbsingle.list_single(db, superseded(db, layout, dbsingle.single_id(db))), 0
+    unnamed = 0
+    with _reading(db, busy_ms) as (conn, st):
         first = layout.tables[0]
-        ids = [
-            r[0]
-            for r in _rows(conn, f"SELECT {_q(first.key)} FROM {_q(first.name)}")
-            if isinstance(r[0], str) and split_member(member_path(db, r[0])) == (db, r[0])
-        ]
-        parts: dict[str, list[tuple[Any, ...]]] = {i: [] for i in ids}
+        heads: dict[str, list[tuple[Any, ...]]] = {}
+        for r in _rows(conn, _head_select(first)):
+            if not (isinstance(r[0], str) and split_member(member_path(db, r[0])) == (db, r[0])):
+                unnamed += 1
+                continue
+            heads.setdefault(r[0], []).append(r[1:])
+        parts: dict[str, list[tuple[Any, ...]]] = {i: [] for i in heads}
         for table in layout.tables:
             found = {
                 r[0]: r[1:] for r in _rows(conn, f"{_stamp_select(table)} GROUP BY {_q(table.key)}")
             }
-            for i in ids:
+            for i in heads:
                 parts[i].append(found.get(i, (0, None, 0)))
-    return {i: _stamp(st, layout, parts[i], -1) for i in sorted(ids)}
+    return {i: _stamp(st, layout, parts[i], -1, heads[i]) for i in sorted(heads)}, unnamed
 
 
-def member_stamp(db: str, session_id: str, layout: DbLayout) -> Stamp | None:
+def member_times(
+    db: str, layout: DbLayout, *, busy_ms: int | None = None
+) -> tuple[dict[str, int], int]:
+    """Every session in *db* with the newest change known of it (ns), and how many sessions
+    ``survey`` left out, for a caller that only asks which sessions exist: for a tree of
+    files, without a ``stat`` of every file of every session (``store.dbtree.tree_sessions``);
+    otherwise ``survey``'s stamps."""
+    if (tree := _tree(db, layout)) is not None:
+        return dbtree.tree_sessions(db, tree, superseded(db, layout)), 0
+    stamps, unnamed = survey(db, layout, busy_ms=busy_ms)
+    return {sid: stamp[3] for sid, stamp in stamps.items()}, unnamed
+
+
+def member_stamp(
+    db: str, session_id: str, layout: DbLayout, *, busy_ms: int | None = None
+) -> Stamp | None:
     """The stamp *session_id* has now (size -1), None when *db* no longer holds it."""
-    with _reading(db) as (conn, st):
+    if (tree := _tree(db, layout)) is not None:
+        if session_id in superseded(db, layout, session_id):
+            return None
+        return dbtree.tree_stamp(db, session_id, tree)
+    if layout.single(os.path.basename(db)):
+        if session_id in superseded(db, layout, session_id):
+            return None
+        return dbsingle.single_stamp(db, session_id)
+    with _reading(db, busy_ms) as (conn, st):
         return _member_stamp(conn, st, session_id, layout, -1)
 
 
 def read_member(
-    db: str, session_id: str, layout: DbLayout, limit: int | None = None
+    db: str,
+    session_id: str,
+    layout: DbLayout,
+    limit: int | None = None,
+    *,
+    busy_ms: int | None = None,
 ) -> tuple[bytes, Stamp]:
     """The member's canonical bytes and its stamp, read in one snapshot. Raises
     ``FileNotFoundError`` when *db* or the session is gone; ``MemberTooLarge`` when the bytes
     pass *limit* (no more is serialized)."""
-    with _reading(db) as (conn, st):
+    if (tree := _tree(db, layout)) is not None:
+        if session_id in superseded(db, layout, session_id):
+            raise FileNotFoundError(member_path(db, session_id))
+        return dbtree.read_tree(db, session_id, tree, limit)
+    if layout.single(os.path.basename(db)):
+        if session_id in superseded(db, layout, session_id):
+            raise FileNotFoundError(member_path(db, session_id))
+        return dbsingle.read_single(db, session_id, limit)
+    with _reading(db, busy_ms) as (conn, st):
         out = bytearray()
         for table in layout.tables:
             columns = ", ".join(_q(c) for c in table.order)
@@ -127,18 +186,66 @@ def read_member(
     return bytes(out), stamp
 
 
+def superseded(folder: str, layout: DbLayout, session_id: str | None = None) -> frozenset[str]:
+    """The sessions of the tree (or single-session file) at *folder* a database beside it
+    holds (all of them, or *session_id* if it is one): the writer migrated them, so they are
+    read from the database only. A database that cannot be read supersedes nothing (its
+    sessions are unavailable: the older copy still answers)."""
+    root = os.path.dirname(folder)
+    first = layout.tables[0]
+    sql = f"SELECT {_q(first.key)} FROM {_q(first.name)}"
+    args: tuple[Any, ...] = ()
+    if session_id is not None:
+        sql, args = f"{sql} WHERE {_q(first.key)} = ?", (session_id,)
+    held: set[str] = set()
+    try:
+        names = sorted(e.name for e in os.scandir(root) if fnmatchcase(e.name, layout.file))
+    except OSError:
+        return frozenset()
+    for name in names:
+        with suppress(OSError), _reading(os.path.join(root, name)) as (conn, _):
+            held.update(r[0] for r in _rows(conn, sql, args) if isinstance(r[0], str))
+    return frozenset(held)
+
+
+def is_superseded(path: str, layout: DbLayout) -> bool:
+    """True when member *path* is a tree's session that a database beside it holds."""
+    where = split_member(path)
+    if where is None or not (
+        _tree(where[0], layout) is not None or layout.single(os.path.basename(where[0]))
+    ):
+        return False
+    return where[1] in superseded(where[0], layout, where[1])
+
+
+def _tree(db: str, layout: DbLayout) -> DbTree | None:
+    return layout.tree(os.path.basename(db)) if layout.trees else None
+
+
 # -- reading ------------------------------------------------------------------------------
 
 
 @contextmanager
-def _reading(db: str) -> Iterator[tuple[sqlite3.Connection, os.stat_result]]:
+def _reading(
+    db: str, busy_ms: int | None = None
+) -> Iterator[tuple[sqlite3.Connection, os.stat_result]]:
     """One read transaction on *db*, opened as the module docstring says."""
-    st = os.stat(db)  # FileNotFoundError: gone
+    st = os.lstat(db)  # FileNotFoundError: gone
+    if not stat.S_ISREG(st.st_mode):
+        # a directory, a fifo (opening it would wait for a writer for ever) or a link: links
+        # are never followed out of a root, and all of an agent's sessions live in this file,
+        # so it is named unreadable rather than skipped in silence
+        raise DbUnreadable(f"{db}: not a regular file")
     # a log beside the file: a writer is (or was, and left work to recover) at it
     live = any(os.path.exists(f"{db}{suffix}") for suffix in ("-wal", "-journal"))
     uri = f"file:{quote(db)}?mode=ro" + ("" if live else "&immutable=1")
     try:
-        conn = sqlite3.connect(uri, uri=True, timeout=_BUSY_MS / 1000, isolation_level=None)
+        conn = sqlite3.connect(
+            uri,
+            uri=True,
+            timeout=(_BUSY_MS if busy_ms is None else busy_ms) / 1000,
+            isolation_level=None,
+        )
     except sqlite3.Error as exc:
         raise DbUnreadable(f"{db}: {exc}") from exc
     try:
@@ -176,6 +283,12 @@ def _stamp_select(table: DbTable) -> str:
     return f"SELECT {_q(table.key)}, count(*), {updated}, {lengths} FROM {_q(table.name)}"
 
 
+def _head_select(first: DbTable) -> str:
+    """The session table's rows whole, after their key: one row per session, so hashing it
+    costs nothing per message, and a change to any of its columns moves the stamp."""
+    return f"SELECT {_q(first.key)}, * FROM {_q(first.name)}"
+
+
 def _member_stamp(
     conn: sqlite3.Connection, st: os.stat_result, session_id: str, layout: DbLayout, size: int
 ) -> Stamp | None:
@@ -185,15 +298,27 @@ def _member_stamp(
         parts.append(tuple(found[0][1:]) if found and found[0][1] else (0, None, 0))
     if not parts[0][0]:
         return None
-    return _stamp(st, layout, parts, size)
+    first = layout.tables[0]
+    head = _rows(conn, f"{_head_select(first)} WHERE {_q(first.key)} = ?", (session_id,))
+    return _stamp(st, layout, parts, size, [r[1:] for r in head])
 
 
-def _stamp(st: os.stat_result, layout: DbLayout, parts: list[tuple[Any, ...]], size: int) -> Stamp:
+def _stamp(
+    st: os.stat_result,
+    layout: DbLayout,
+    parts: list[tuple[Any, ...]],
+    size: int,
+    head: list[tuple[Any, ...]],
+) -> Stamp:
     newest = 0
     for table, (_, updated, _) in zip(layout.tables, parts, strict=True):
         if isinstance(updated, int | float) and not isinstance(updated, bool):
             newest = max(newest, int(updated * table.scale))
-    digest = blake3.blake3(orjson.dumps([list(p) for p in parts], default=str)).digest(8)
+    # the session row itself is in the signature: a title or token count rewritten within
+    # the same update time (Goose's ``updated_at`` counts whole seconds; a writer may not
+    # move it at all) must still move the stamp, or the change is never read
+    signed = [[list(p) for p in parts], sorted((list(r) for r in head), key=repr)]
+    digest = blake3.blake3(orjson.dumps(signed, default=_plain_or_str)).digest(8)
     signature = int.from_bytes(digest, "big") >> (64 - _SIGNATURE_BITS)
     return (st.st_dev, st.st_ino, size, newest, signature)
 
@@ -213,6 +338,10 @@ def _plain(value: object) -> object:
     if isinstance(value, bytes):
         return value.hex()  # a BLOB column: its bytes, as text
     raise TypeError(type(value).__name__)
+
+
+def _plain_or_str(value: object) -> object:
+    return value.hex() if isinstance(value, bytes) else str(value)
 
 
 def layouts_of(specs: Mapping[str, Any]) -> dict[str, DbLayout]:

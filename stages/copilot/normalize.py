@@ -31,9 +31,9 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any, Final
 
-from stages.common import clean_text, files_touched, is_blank, parse_timestamp_ms, summarize_args
+from stages.common import clean_text, is_blank, parse_timestamp_ms, summarize_args
 from stages.copilot.source import AGENT
-from stages.families import mcp_parts, tool_family, tool_identity
+from stages.families import as_call, mcp_parts, tool_family, tool_identity
 from stages.lineage import Lineage
 from stages.normalized import EntryMemo, NormalizeResult
 from stages.policy import Policy
@@ -131,20 +131,8 @@ def _call(record: SourceRecord, item: dict[str, Any]) -> NormalizedEntry:
     name = tool_name(item, "name")
     args = item.get("arguments")
     summary = summarize_args(args) if "arguments" in item else ""
-    call_id = item.get("toolCallId")
-    address = f"{record.id}/call:{clean_text(call_id)}" if isinstance(call_id, str) else None
-    ref, provider, action = tool_identity(AGENT, name) if name else (None, None, None)
     entry = _entry(record, "assistant", f"Tool: {name}({summary})")
-    return replace(
-        entry,
-        tool=name or None,
-        operation_address=address,
-        ref=ref,
-        provider=provider,
-        action=action,
-        files_touched=files_touched([args]),
-        family=tool_family(AGENT, name),
-    )
+    return as_call(entry, AGENT, name, args, item.get("toolCallId"), record.id)
 
 
 def _result(

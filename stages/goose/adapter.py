@@ -2,9 +2,10 @@
 ``~/.local/share/goose/sessions/sessions.db`` (schema version 5), read through
 ``store.dbsource``: one session, one member ``sessions.db#<session id>``, whose bytes are its
 ``sessions`` row and ``messages`` rows (``stages.goose.source``). Built from Goose's public
-source, not a running writer. The older one-file-per-session ``sessions/*.jsonl`` are not read:
-Goose imports them into ``sessions.db`` when it creates it (``import_legacy``), so reading
-both would index each such session twice."""
+source, not a running writer. The older one-file-per-session ``sessions/<id>.jsonl`` are read
+too, each a member ``<id>.jsonl#<id>`` (``store.dbsingle``), unless ``sessions.db`` holds that
+session: Goose imports them when it creates the database (``import_legacy``) and leaves the
+files, so those are read from the database only."""
 
 from __future__ import annotations
 
@@ -32,6 +33,9 @@ DATABASE = DbLayout(
             scale=1_000_000_000,
         ),
     ),
+    # before sessions.db: one session a file, imported into it when Goose creates it
+    # (session_manager.rs ``import_legacy``); a session the database holds is read there only
+    singles="*.jsonl",
 )
 
 ADAPTER = Adapter(
@@ -41,6 +45,6 @@ ADAPTER = Adapter(
     normalize=normalize_goose,
     tools=TOOLS,
     mcp=mcp_parts,
-    files=SessionFiles((DATABASE.members,)),
+    files=SessionFiles(DATABASE.members),
     database=DATABASE,
 )

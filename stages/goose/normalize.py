@@ -21,8 +21,8 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from stages.common import clean_text, files_touched, is_blank, summarize_args
-from stages.families import tool_family, tool_identity
+from stages.common import clean_text, is_blank, summarize_args
+from stages.families import as_call, tool_family, tool_identity
 from stages.goose.source import AGENT
 from stages.lineage import Lineage
 from stages.normalized import EntryMemo, NormalizeResult
@@ -103,19 +103,8 @@ def _request(record: SourceRecord, content: dict[str, Any], own: str) -> Normali
     name = clean_text(raw) if isinstance(raw, str) else ""
     args = call.get("arguments")
     summary = summarize_args(args) if "arguments" in call else ""
-    call_id = content.get("id")
-    address = f"{record.id}/call:{clean_text(call_id)}" if isinstance(call_id, str) else None
-    ref, provider, action = tool_identity(AGENT, name) if name else (None, None, None)
-    return replace(
-        _entry(record, "assistant", f"Tool: {name}({summary})", own),
-        tool=name or None,
-        operation_address=address,
-        ref=ref,
-        provider=provider,
-        action=action,
-        files_touched=files_touched([args]),
-        family=tool_family(AGENT, name),
-    )
+    entry = _entry(record, "assistant", f"Tool: {name}({summary})", own)
+    return as_call(entry, AGENT, name, args, content.get("id"), record.id)
 
 
 def _response(

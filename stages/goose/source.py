@@ -17,6 +17,10 @@ writer. ``~/.local/share/goose/sessions/sessions.db`` holds::
 * **Records.** One per message, in ``id`` order, each below the one before (Goose keeps one
   linear conversation; a ``replace_conversation`` rewrites the rows, which reads as a rewrite).
 * **Subagents.** A ``sub_agent`` session is a sidechain (the table names no parent).
+* **Legacy files.** Before ``sessions.db`` Goose kept each session in ``sessions/<id>.jsonl``
+  (first line the session's metadata, then one message a line). Such a file is a member
+  ``<id>.jsonl#<id>`` (``store.dbsingle``) whose lines are read as the rows Goose's own import
+  makes of them (``_legacy_row``), so everything below reads them alike.
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ __all__ = ["AGENT", "KNOWN_CONTENT", "read_goose"]
 
 AGENT: Final = "goose"
 SUB_AGENT: Final = "sub_agent"
+LEGACY_SUFFIX: Final = ".jsonl"
 KNOWN_TABLES: Final = frozenset({"sessions", "messages"})
 KNOWN_CONTENT: Final = frozenset(
     {
@@ -60,8 +65,10 @@ def read_goose(
     drift = Drift()
     header: dict[str, Any] | None = None
     records: list[SourceRecord] = []
-    for raw in parsed.records:
-        value = raw.value
+    where = split_member(path)
+    legacy = where is not None and where[0].endswith(LEGACY_SUFFIX)
+    for k, raw in enumerate(parsed.records):
+        value = _legacy_row(raw.value, k, where[1]) if legacy and where else raw.value
         table = value.get(TABLE_KEY)
         drift.check("table", table, KNOWN_TABLES, value)
         if table == "sessions" and header is None:
@@ -92,7 +99,6 @@ def read_goose(
         titles.name(name)
     else:
         titles.generate(name)
-    where = split_member(path)
     side = head.get("session_type") == SUB_AGENT
     return SourceSession(
         agent=AGENT,
@@ -107,6 +113,32 @@ def read_goose(
         unknown=drift.items(),
         title=titles.title,
     )
+
+
+def _legacy_row(value: dict[str, Any], k: int, session_id: str) -> dict[str, Any]:
+    """A line of a legacy ``<id>.jsonl`` as the row ``sessions.db`` would hold for it, mapped as
+    Goose's own import (``session/legacy.rs`` ``load_session``) maps it: the first line is the
+    session's metadata (``description`` the name, ``working_dir``; the id is the file's stem),
+    every other line a message (``role``, ``created`` in epoch seconds, ``content``,
+    ``metadata``, absent: visible to all). A first line that is a message is one."""
+    if k == 0 and "role" not in value:
+        return {
+            **value,
+            TABLE_KEY: "sessions",
+            "id": session_id,
+            "name": value.get("description"),
+            "user_set_name": False,
+        }
+    metadata = value.get("metadata", {"userVisible": True, "agentVisible": True})
+    return {
+        TABLE_KEY: "messages",
+        "id": k,
+        "session_id": session_id,
+        "role": value.get("role"),
+        "content_json": value.get("content"),
+        "created_timestamp": value.get("created"),
+        "metadata_json": metadata,
+    }
 
 
 def _str(value: object) -> str | None:

@@ -25,8 +25,8 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any, Final
 
-from stages.common import clean_text, files_touched, is_blank, summarize_args
-from stages.families import tool_family, tool_identity
+from stages.common import clean_text, is_blank, summarize_args
+from stages.families import as_call
 from stages.lineage import Lineage
 from stages.normalized import EntryMemo, NormalizeResult
 from stages.opencode.source import AGENT
@@ -106,21 +106,9 @@ def _tool(
     name = clean_text(raw) if isinstance(raw, str) else ""
     state = _object(part.get("state"))
     args = state.get("input")
-    call_id = part.get("callID")
-    address = f"{record.id}/call:{clean_text(call_id)}" if isinstance(call_id, str) else None
-    ref, provider, action = tool_identity(AGENT, name) if name else (None, None, None)
-    family = tool_family(AGENT, name)
     summary = summarize_args(args) if "input" in state else ""
-    call = replace(
-        _entry(record, "assistant", f"Tool: {name}({summary})", own),
-        tool=name or None,
-        operation_address=address,
-        ref=ref,
-        provider=provider,
-        action=action,
-        files_touched=files_touched([args]),
-        family=family,
-    )
+    entry = _entry(record, "assistant", f"Tool: {name}({summary})", own)
+    call = as_call(entry, AGENT, name, args, part.get("callID"), record.id)
     status = state.get("status")
     if status not in _ENDED:
         return [call]  # still pending or running: no result yet
@@ -137,11 +125,11 @@ def _tool(
         _entry(record, "toolResult", text, f"{own}/result"),
         tool=name or None,
         is_error=failed,
-        ref=ref,
-        provider=provider,
-        action=action,
+        ref=call.ref,
+        provider=call.provider,
+        action=call.action,
         outcome=outcome,
-        family=family,
+        family=call.family,
     )
     return [call, result]
 

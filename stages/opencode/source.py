@@ -13,7 +13,10 @@ tables of ``packages/opencode/src/session/session.sql.ts``::
     part     id, message_id, session_id, time_*, data           data: MessageV2.Part
              (type text|reasoning|tool|file|step-start|step-finish|patch|agent|subtask|…)
 
-Each line of the serialized session is one row, ``"$table"`` naming its table.
+Each line of the serialized session is one row, ``"$table"`` naming its table. A session of
+OpenCode < 1.2's ``storage/`` tree (``store.dbtree``) comes as the same rows, its session row
+holding the session file's JSON (``Session.Info``: ``parentID``, ``directory``, ``title``,
+``version``) under ``data``, mapped as OpenCode's ``json-migration.ts`` maps it.
 
 * **Identity.** The ``session`` row: ``id``, ``directory`` (the cwd), ``version`` (the
   ``writer_version``), ``title`` (the session's title, ``stages.titles``). Without it the id is
@@ -74,7 +77,9 @@ def read_opencode(
         value = raw.value
         table = value.get(TABLE_KEY)
         drift.check("table", table, KNOWN_TABLES, value)
-        if table in ("message", "part") and not isinstance(value.get("data"), dict):
+        if (table in ("message", "part") or "data" in value) and not isinstance(
+            value.get("data"), dict
+        ):
             reasons.add(MALFORMED_LINE)  # its JSON column held no JSON object
         if table == "session" and header is None:
             header = value
@@ -108,7 +113,7 @@ def read_opencode(
         )
     for orphan in set(parts) - held:
         drift.check("part", "orphan", frozenset(), parts[orphan][0])
-    head = header or {}
+    head = _header(header or {})
     parent = _str(head.get("parent_id"))
     titles = Titles()
     titles.generate(head.get("title"))
@@ -129,6 +134,22 @@ def read_opencode(
         unknown=drift.items(),
         title=titles.title,
     )
+
+
+def _header(row: dict[str, Any]) -> dict[str, Any]:
+    """The session row's columns; a row of the legacy ``storage/`` tree carries the session's
+    JSON (``Session.Info``) under ``data``, mapped to the columns as OpenCode's own migration
+    (``json-migration.ts``) maps it."""
+    data = row.get("data")
+    if not isinstance(data, dict):
+        return row
+    return {
+        **row,
+        "parent_id": data.get("parentID"),
+        "directory": data.get("directory"),
+        "title": data.get("title"),
+        "version": data.get("version"),
+    }
 
 
 def _object(value: object) -> dict[str, Any]:

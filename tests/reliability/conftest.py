@@ -21,6 +21,10 @@ sparse files). Each item of the issue and the case that holds it (failed before 
 10. candidate_entry_budget ............... tests/unit/query/test_recall.py
     (test_entry_budget_counts_entries_that_can_match)
 11. the first append after start-up ...... measured, not asserted: devtools/bench/fresh.py
+every registered agent's root, hostile ... test_agent_roots.py (agents from agent_names())
+session databases (OpenCode, Goose) ...... test_databases.py (growing rows vs a rebuild, a
+   writer process + SIGKILL + readers, a writer holding the lock, garbage and huge rows)
+hostile `agent` values ................... test_hostile_arguments.py
 kill -9 at random moments, a concurrent reader looking for torn records:
 tests/integration/test_crash_kill9.py; concurrent clients of `query serve`:
 tests/integration/test_serve.py.

@@ -29,11 +29,14 @@ import blake3
 import orjson
 import pytest
 
+from devtools.corpus import AGENTS as CORPUS_AGENTS
 from devtools.corpus import generate
 from pipeline.catchup import catch_up as build_index
 from pipeline.engine import APPEND, EngineSettings, SessionEngine, Upsert
 from pipeline.session_job import Job, build_session
+from stages.agents import adapter
 from stages.policy import Policy
+from store.agents import agent_names
 from store.codec import decode
 from store.deltas import concat_entries, concat_shards
 from store.errors import SnapshotMissing
@@ -212,19 +215,39 @@ class CutWriter:
         return out
 
 
+# Pi's own writer (above) also writes Oh My Pi's sessions: the same lines.
+PI_WRITTEN = ("pi", "omp")
+
+
 @pytest.fixture(scope="module")
-def generated(tmp_path_factory: pytest.TempPathFactory) -> list[tuple[str, bytes]]:
+def generated(tmp_path_factory: pytest.TempPathFactory) -> list[tuple[str, str, bytes]]:
+    """(agent, path under the root folder, bytes) of generated sessions of every agent the
+    corpus generator writes. A file its adapter reads whole (Aider's history) grows too: each
+    append is a whole build there, which must equally give the rebuild's answer."""
     out = tmp_path_factory.mktemp("corpus")
-    generate(out, sessions=6, mean_kb=10, seed=22, agents=("claude", "codex"))
-    return [
-        (agent, path.read_bytes())
-        for agent in ("claude", "codex")
-        for path in sorted((out / agent).rglob("*.jsonl"))
-    ]
+    agents = tuple(a for a in CORPUS_AGENTS if a not in PI_WRITTEN)
+    generate(out, sessions=2 * len(agents), mean_kb=10, seed=22, agents=agents)
+    found = []
+    for agent in agents:
+        for path in sorted(p for p in (out / agent).rglob("*") if p.is_file()):
+            rel = path.relative_to(out).as_posix()
+            if adapter(agent).files.holds(path.relative_to(out / agent).as_posix()):
+                found.append((agent, rel, path.read_bytes()))
+    return found
+
+
+def test_every_agent_is_in_a_differential(generated: list[tuple[str, str, bytes]]) -> None:
+    """Each registered agent grows in one of the differential fuzzes: here (its generated
+    sessions cut anywhere, or Pi's writer), or ``test_databases.py`` (its rows). The next
+    agent is covered as soon as the corpus generator writes it, or named here."""
+    here = {a for a, _, _ in generated} | set(PI_WRITTEN)
+    databases = {a for a in agent_names() if adapter(a).database is not None}
+    missing = set(agent_names()) - here - databases
+    assert not missing, f"no differential fuzz grows a session of {sorted(missing)}"
 
 
 def test_live_appends_equal_a_clean_rebuild_after_every_step(
-    tmp_path: Path, generated: list[tuple[str, bytes]]
+    tmp_path: Path, generated: list[tuple[str, str, bytes]]
 ) -> None:
     rng = random.Random(22)
     steps = FULL_STEPS if FULL else STEPS
@@ -240,10 +263,11 @@ def test_live_appends_equal_a_clean_rebuild_after_every_step(
     )
     sessions: list[tuple[Session, Any]] = []
     for n in range(PI_SESSIONS):
-        s = Session(tmp_path / "pi" / f"p{n}.jsonl", "pi")
+        agent = PI_WRITTEN[n % len(PI_WRITTEN)]
+        s = Session(tmp_path / agent / f"p{n}.jsonl", agent)
         sessions.append((s, PiWriter(rng, f"p{n}")))
-    for n, (agent, data) in enumerate(generated):
-        sessions.append((Session(tmp_path / agent / f"g{n}.jsonl", agent), CutWriter(rng, data)))
+    for agent, rel, data in generated:
+        sessions.append((Session(tmp_path / "g" / rel, agent), CutWriter(rng, data)))
     for s, writer in sessions:
         s.path.parent.mkdir(parents=True, exist_ok=True)
         s.path.write_bytes(writer.first())
@@ -287,7 +311,8 @@ def test_live_appends_equal_a_clean_rebuild_after_every_step(
     counters = engine.counters.as_dict()
     print(
         f"\ndifferential fuzz: {appends} appends over {len(sessions)} sessions "
-        f"({PI_SESSIONS} Pi, {len(generated)} Claude Code / Codex), {len(divergences)} divergences "
+        f"({PI_SESSIONS} Pi / Oh My Pi, {len(generated)} of "
+        f"{', '.join(sorted({a for a, _, _ in generated}))}), {len(divergences)} divergences "
         f"from a clean rebuild ({merged} merges); engine {counters}"
     )
     assert divergences == [], "\n".join(divergences)

@@ -15,6 +15,7 @@ import pytest
 from query.errors import InvalidArgument
 from query.transport import Backend
 from store import jsonio
+from store.agents import agent_names
 from tests.helpers import PiRoot
 from tests.integration.test_mcp import run_client
 from tests.integration.test_serve import Served, ping, wait_for
@@ -151,3 +152,58 @@ def load_config_of(root: PiRoot) -> Any:
     from store.config import load_config
 
     return load_config(root.config_path)
+
+
+# ``agent`` values an attacker (or a confused client) may send: look-alikes of every
+# registered name (a database file, a member, a path, case, spacing, a NUL byte), wrong types
+HOSTILE_AGENTS: list[Any] = [
+    *(
+        v
+        for name in agent_names()
+        for v in (name.upper(), f"{name}\x00", f" {name}", f"{name}/../pi", f"{name}#s1")
+    ),
+    "opencode.db", "sessions.db#s1", "", "\udcff", "x" * 100_000, ["pi"], {"agent": "pi"}, 7, True,
+]  # fmt: skip
+
+
+def test_hostile_agent_values_are_refused_and_every_registered_agent_answers(
+    root: PiRoot,
+) -> None:
+    """Every registered agent (``store.agents.agent_names()``: the next one too) is accepted
+    by recall and sessions and gives a complete answer over a root that holds none of its
+    sessions; anything else is ``invalid_argument``, in process and through `query serve`."""
+    config = load_config_of(root)
+    refs = ("memory.recall", "memory.sessions")
+
+    def args(ref: str, agent: Any) -> dict[str, Any]:
+        out = {"scope": "global", "agent": agent}
+        return {**out, "query": "numbatterm"} if ref == "memory.recall" else out
+
+    server = Served(root.config_path)
+    tried = 0
+    try:
+        wait_for(lambda: ping(config) is not None or server.proc.poll() is not None)
+        with Backend(config, server="off") as local, Backend(config, server="require") as remote:
+            for backend in (local, remote):
+                for ref in refs:
+                    for name in agent_names():
+                        page = backend.call({"ref": ref, "args": args(ref, name)})
+                        if ref == "memory.recall":
+                            assert page["coverage"]["complete"], (name, page["coverage"])
+                            assert page["total"] == (1 if name == "pi" else 0), name
+                    for value in HOSTILE_AGENTS:
+                        with pytest.raises(InvalidArgument, match="agent"):
+                            backend.call({"ref": ref, "args": args(ref, value)})
+                        tried += 1
+            assert remote.ping() is not None
+    finally:
+        assert server.stop() == 0
+    for value in ("opencode.db", "GOOSE", "cursor\x01"):
+        done = subprocess.run(
+            [sys.executable, "-m", "query", "recall", "numbatterm", "--agent", value,
+             "--config", str(root.config_path)],
+            capture_output=True, timeout=120,
+        )  # fmt: skip
+        assert done.returncode == 2 and b"Traceback" not in done.stderr, done.stderr
+        tried += 1
+    print(f"\nhostile agent values: {tried} refused, {len(agent_names())} agents answered")

@@ -262,3 +262,74 @@ def test_a_session_the_index_has_not_seen_makes_a_global_answer_incomplete(
     db.user("ses_new", "brand new question")
     coverage = _recall(config, query=WORD)["coverage"]
     assert coverage["complete"] is False and coverage["staleSessions"] == 1, coverage
+
+
+def test_a_database_locked_by_a_writer_costs_a_recall_one_wait_not_one_per_session(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A writer holding an EXCLUSIVE lock (rollback journal, mid-transaction): each read
+    waits the busy timeout and fails. Before, a recall waited it twice per session of the
+    database (its listing, then its own stamp) plus once for the unseen sessions: 6 s for one
+    session, 2 s more per session. Now one failed listing answers for every session in it,
+    and a query waits ``QUERY_BUSY_MS`` (250 ms), not the pipeline's 2 s."""
+    import sqlite3
+    import time
+    from contextlib import contextmanager
+
+    import store.dbsource as dbsource
+
+    config, db = _db(tmp_path)
+    for n in range(6):
+        db.session(f"ses_more{n}", f"more {n}")
+        db.user(f"ses_more{n}", f"{WORD} number {n}")
+    with sqlite3.connect(db.path) as c:
+        c.execute("PRAGMA journal_mode = DELETE")
+    catch_up(config, processes=1)
+    assert _recall(config, query=WORD)["coverage"]["complete"]
+    waits: list[str] = []
+    real = dbsource._reading
+
+    @contextmanager
+    def counted(path: str, *args: Any) -> Any:
+        try:
+            with real(path, *args) as found:
+                yield found
+        except dbsource.DbUnreadable:
+            waits.append(path)
+            raise
+
+    monkeypatch.setattr(dbsource, "_reading", counted)
+    writer = sqlite3.connect(db.path, isolation_level=None)
+    try:
+        writer.execute("BEGIN EXCLUSIVE")
+        writer.execute("UPDATE message SET time_updated = time_updated + 1")
+        started = time.monotonic()
+        page = _recall(config, query=WORD)
+        waited = time.monotonic() - started
+    finally:
+        writer.close()
+    assert page["coverage"]["complete"] is False
+    assert "source_unavailable" in page["coverage"]["reasons"]
+    assert len(waits) <= 2, waits  # the listing, and the unseen sessions' own look
+    assert waited < 1.5, waited  # two waits of 250 ms, and the answer's own work
+
+
+def test_sessions_whose_ids_name_no_member_are_named_not_dropped(tmp_path: Path) -> None:
+    """A session id that cannot name a member (``<db>#<id>``: holding ``/``, a ``#`` that
+    splits it elsewhere, empty) was left out of the listing in silence: its words were never
+    found and every answer said ``complete``. Now the database is named ``source_unreadable``
+    (by status and by each answer) while its other sessions answer as before."""
+    from pipeline.status import collect_status
+
+    config, db = _db(tmp_path)
+    for sid in ("ses/slash", "ses#hash", ""):
+        db.session(sid, "odd")
+        db.user(sid, "oddidterm here")
+    catch_up(config, processes=1)
+    page = _recall(config, query=WORD)
+    assert page["hits"][0]["sessionId"] == "opencode:ses_main"
+    assert page["coverage"]["complete"] is False
+    assert page["coverage"]["reasons"] == ["source_unreadable"]
+    assert collect_status(config).skipped_sessions == [
+        {"path": str(db.path), "agent": "opencode", "reason": "source_unreadable"}
+    ]

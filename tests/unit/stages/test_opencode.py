@@ -21,6 +21,7 @@ from store.dbsource import read_member
 from store.reasons import MALFORMED_LINE, MISSING_SESSION_HEADER, UNKNOWN_RECORD_TYPE
 from store.records import NormalizedEntry
 from tests.opencode_db import OpenCodeDb, text, tool
+from tests.opencode_storage import Storage
 
 
 def read(db: OpenCodeDb, sid: str) -> SourceSession:
@@ -180,3 +181,57 @@ def test_garbage_rows_never_raise(rows: list[dict[str, object]]) -> None:
     session = read_session(data, "/x/opencode.db#ses_1", "opencode")
     for policy in (Policy(), Policy(index_thinking=True, index_tool_output=False)):
         entries(session, policy)
+
+
+def _same_session(db: OpenCodeDb | Storage) -> None:
+    db.session("ses_1", "Parser fixes")
+    db.session("ses_kid", "subagent", parent="ses_1")
+    db.user("ses_1", "fix the parser")
+    db.assistant(
+        "ses_1",
+        {"type": "reasoning", "text": "thinking hard"},
+        text("On it."),
+        tool("bash", {"command": "pytest"}, output="1 failed", exit=1, call="c1"),
+        tool("read", {"filePath": "/work/proj/p.py"}, error="no such file", call="c2"),
+    )
+    db.user("ses_kid", "look around")
+
+
+def test_a_legacy_storage_session_reads_as_its_migrated_rows(tmp_path: Path) -> None:
+    """The same session in OpenCode < 1.2's ``storage/`` tree and in ``opencode.db`` gives the
+    same identity and entries (ids aside: the two test writers number them apart)."""
+    db = OpenCodeDb(tmp_path / "new" / "opencode.db")  # apart: beside it, it supersedes
+    tree = Storage(tmp_path / "old" / "storage")
+    _same_session(db)
+    _same_session(tree)
+    policy = Policy(index_thinking=True)
+    for sid in ("ses_1", "ses_kid"):
+        old = read_session(
+            read_member(str(tree.root), sid, DATABASE)[0], f"{tree.root}#{sid}", "opencode"
+        )
+        new = read(db, sid)
+        assert old.reasons == new.reasons == ()
+        assert (old.session_id, old.cwd, old.title, old.parent_session, old.sidechain) == (
+            new.session_id, new.cwd, new.title, new.parent_session, new.sidechain,
+        )  # fmt: skip
+        assert old.writer_version == "1.1.40" and new.writer_version == "1.2.27"
+
+        def shape(s: SourceSession) -> list[tuple[object, ...]]:
+            return [
+                (e.role, e.type, e.text, e.tool, e.outcome, e.family, e.is_error, e.sidechain)
+                for e in entries(s, policy)
+            ]
+
+        assert shape(old) == shape(new) and shape(old)
+
+
+def test_a_legacy_session_file_that_is_no_json_is_malformed(tmp_path: Path) -> None:
+    tree = Storage(tmp_path / "storage")
+    tree.session("ses_1", "t")
+    tree.user("ses_1", "hello")
+    (tree.root / "session" / "prj_1" / "ses_1.json").write_bytes(b"{oops")
+    session = read_session(
+        read_member(str(tree.root), "ses_1", DATABASE)[0], f"{tree.root}#ses_1", "opencode"
+    )
+    assert MALFORMED_LINE in session.reasons and session.session_id == "ses_1"
+    assert [e.text for e in entries(session)] == ["hello"]

@@ -138,3 +138,52 @@ def test_discovery_looks_for_databases_in_the_root_itself(tmp_path: Path) -> Non
     found, problems = discover({"opencode": root})
     assert {c.path.rsplit("#", 1)[0] for c in found} == {str(root / "opencode.db")}
     assert problems == []
+
+
+@pytest.mark.parametrize("kind", ["directory", "symlink", "loop", "fifo"])
+def test_a_database_name_that_is_no_regular_file_is_named_on_both_sides(
+    tmp_path: Path, kind: str
+) -> None:
+    """A directory named ``opencode.db``, a symlink (links are never followed out of a root)
+    or a link loop: every agent's sessions live in that one file, so skipping it in silence
+    would hide them all. Discovery and the reader both name it unreadable; before, discovery
+    skipped it without a word while the query side followed the link and called its sessions
+    ``stale_session`` for ever."""
+    root = tmp_path / "opencode"
+    root.mkdir()
+    db = root / "opencode.db"
+    if kind == "directory":
+        db.mkdir()
+    elif kind == "symlink":
+        real = _two(tmp_path / "elsewhere")
+        db.symlink_to(real.path)
+    elif kind == "loop":
+        db.symlink_to(db.name)
+    else:
+        import os
+
+        os.mkfifo(db)
+    with pytest.raises(DbUnreadable):
+        list_members(str(db), DATABASE)
+    found, problems = discover({"opencode": root})
+    assert found == []
+    assert problems == [(str(db), "opencode", SOURCE_UNREADABLE)]
+
+
+def test_a_session_row_rewritten_within_its_update_time_moves_the_stamp(tmp_path: Path) -> None:
+    """Goose renames a session (and writes its token counts) with ``updated_at =
+    datetime('now')``, whole seconds: two writes in one second left the stamp where it was,
+    so the pipeline never read the second one and answered with the old row for ever (the
+    database differential fuzz found it). The session's own row is in the signature now."""
+    from stages.goose.adapter import DATABASE as GOOSE
+    from tests.goose_db import GooseDb
+
+    db = GooseDb(tmp_path / "sessions.db")
+    db.session("s1", "first name")
+    before = list_members(str(db.path), GOOSE)["s1"]
+    with sqlite3.connect(db.path) as c:
+        c.execute("UPDATE sessions SET name = 'other name', total_tokens = 7 WHERE id = 's1'")
+    after = list_members(str(db.path), GOOSE)["s1"]
+    assert not same_stamp(before, after)
+    assert same_stamp(after, member_stamp(str(db.path), "s1", GOOSE) or before)
+    assert same_stamp(after, read_member(str(db.path), "s1", GOOSE)[1])

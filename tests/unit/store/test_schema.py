@@ -21,7 +21,7 @@ from store import codec
 from store.archive import Chain, Segment
 from store.checkpoints import Checkpoint
 from store.codec import decode, encode, pack, unpack
-from store.dblayout import DbLayout, DbTable
+from store.dblayout import DbLayout, DbTable, DbTree
 from store.records import (
     ColdDigest,
     ColdView,
@@ -99,8 +99,19 @@ DB_TABLES = st.builds(
     st.just("") | NAMES,
     st.integers(1, 10**9),
 )
+DB_TREES = st.builds(
+    lambda folder, session, group, levels: DbTree(folder, session, group, levels, levels),
+    st.sampled_from(["storage", "sessions"]),
+    NAMES,
+    NAMES,
+    st.lists(NAMES, max_size=2).map(tuple),
+)
 DB_LAYOUTS = st.builds(
-    DbLayout, st.sampled_from(["opencode*.db", "sessions.db"]), few(DB_TABLES, 1)
+    DbLayout,
+    st.sampled_from(["opencode*.db", "sessions.db"]),
+    few(DB_TABLES, 1),
+    few(DB_TREES),
+    st.sampled_from(["", "*.jsonl"]),
 )
 SPECS = st.builds(SourceSpec, FILES, few(FOLDERS), few(DB_LAYOUTS))
 ENTRIES = st.builds(
@@ -240,6 +251,7 @@ CHAINS = st.builds(
 
 STRATEGIES: dict[type[Wired], st.SearchStrategy[Any]] = {
     DbTable: DB_TABLES,
+    DbTree: DB_TREES,
     DbLayout: DB_LAYOUTS,
     SessionFiles: FILES,
     ProjectFolder: FOLDERS,
@@ -293,9 +305,18 @@ LAYOUTS: dict[int, dict[str, list[tuple[str, str, int, bool]]]] = {
             ("updated", "value", 1, False),
             ("scale", "value", 1, False),
         ],
+        "DbTree": [
+            ("folder", "value", 1, False),
+            ("session", "value", 1, False),
+            ("group", "value", 1, False),
+            ("levels", "tuple", 1, False),
+            ("keys", "tuple", 1, False),
+        ],
         "DbLayout": [
             ("file", "value", 1, False),
             ("tables", "records:DbTable", 1, False),
+            ("trees", "records:DbTree", 2, True),
+            ("singles", "value", 2, True),
         ],
         "NormalizedEntry": [
             ("index", "value", 1, False),
