@@ -111,7 +111,7 @@ def sessions(
         if state.archived:
             rows[-1]["archived"] = True
             if freshness.archive is not None:
-                rows[-1]["archive"] = str(freshness.archive.folder(state.path))
+                rows[-1]["archive"] = str(freshness.archive.head_path(state.path))
         if seen is not None:
             prompt, counts = seen
             if prompt is not None:

@@ -6,19 +6,33 @@ default, ``[archive] dir``): ``pipeline rebuild`` and deleting the index folder 
 the index folder keeps holding only derived, credential-free state. Like the session files it
 copies, it holds what they hold (credentials included), 0600/0700::
 
-    <archive>/sessions/<hh>/<key>/HEAD         one session's chain (msgpack, replaced atomically)
-    <archive>/sessions/<hh>/<key>/<b3>.zst     its segments: zstd frames of source byte ranges
+    <archive>/chains/<key>                     one session's chain (its HEAD, replaced atomically),
+                                               with a whole-built chain's one segment inline
+    <archive>/chains/<key>.<b3>.zst            its other segments: zstd frames of byte ranges
     <archive>/tombstones                       blake3 of every forgotten path (never the path)
     <archive>/lock                             flock of a tombstone writer
 
-``<key>`` is the blake3 of the session's index path (``key_name``) and ``<hh>`` its first two
-hex digits. A segment is named by the blake3 of its *uncompressed* bytes, so a reader proves
-each one, and the chain's ``hash`` is the blake3 of all of them in order: the session's
-``source_hash`` while the archive holds exactly the bytes indexed. An append adds a segment
-(the chain's last ``FANOUT`` segments of one level are folded into one of the next level, so a
-chain stays a few dozen segments long); a rewrite starts a new chain. A session whose source
-was rewritten so that earlier entries are gone keeps the old chain under a key of its own
-(``retired_key``). Files are 0600 in 0700 folders, written temp + fsync + rename.
+``<key>`` is the blake3 of the session's index path (``key_name``). A segment is named by the
+blake3 of its *uncompressed* bytes, so a reader proves each one, and the chain's ``hash`` is
+the blake3 of all of them in order: the session's ``source_hash`` while the archive holds
+exactly the bytes indexed. An append adds a segment (the chain's last ``FANOUT`` segments of
+one level are folded into one of the next level, so a chain stays a few dozen segments long);
+a rewrite starts a new chain. A session whose source was rewritten so that earlier entries are
+gone keeps the old chain under a key of its own (``retired_key``). Files are 0600 in 0700
+folders, written temp + fsync + rename.
+
+One folder holds every chain: a build writes one file per session into it and syncs that one
+folder per batch (a folder per session cost a mkdir and a folder fsync per session: ~1 % of a
+build's CPU on the size-S bench). A HEAD is ``SDXH``, the 4-byte length of the header, the
+header (msgpack ``[magic, 2, inline, *chain]``) and then ``inline`` bytes: the zstd frame of
+the chain's first segment, when the chain was written whole (a build: one file per session,
+not two). The first later write of that chain's HEAD first hard-links the old HEAD as
+``<key>.<b3>.zst`` (O(1), before the new HEAD replaces it), so a segment file may be such a
+HEAD: its frame is the one inside.
+
+Older builds wrote ``<archive>/sessions/<hh>/<key>/HEAD`` (a bare msgpack header, version 1)
+and ``.../<key>/<b3>.zst``: such a chain is read where it is, and moved into ``chains/`` (its
+segments linked, then its HEAD written, then the old folder removed) when it is next written.
 
 This module is the read side, shared by the pipeline and the query process (which reads an
 archived session's chain to verify its follow tokens and ``query export --format source``);
@@ -27,6 +41,7 @@ archived session's chain to verify its follow tokens and ``query export --format
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -38,13 +53,14 @@ import zstandard
 
 from store.codec import pack, unpack
 from store.errors import CorruptRecord, StoreError
-from store.files import read_quietly
+from store.files import open_quietly, read_quietly
 from store.reasons import ARCHIVE_FULL
 from store.schema import BOOL, TUPLE, Wired, nested_tuple, wire, wired
 
 __all__ = [
     "ARCHIVED",
     "FANOUT",
+    "CHAINS",
     "HEAD",
     "KEPT",
     "NOT_KEPT",
@@ -52,7 +68,10 @@ __all__ = [
     "Archive",
     "ArchiveDamaged",
     "Chain",
+    "Head",
     "Segment",
+    "decode_head",
+    "frame_of",
     "key_name",
     "path_hash",
     "retired_key",
@@ -63,10 +82,15 @@ HEAD: Final = "HEAD"
 SEGMENT_SUFFIX: Final = ".zst"
 TOMBSTONES: Final = "tombstones"
 LOCK: Final = "lock"
-SESSIONS: Final = "sessions"
+CHAINS: Final = "chains"
+SESSIONS: Final = "sessions"  # the layout of older builds (a folder per chain): read only
 FANOUT: Final = 8
-_VERSION: Final = 1
+_VERSION: Final = 1  # a bare msgpack HEAD (read only) and the tombstones file
+_HEAD_VERSION: Final = 2
 _MAGIC: Final = b"SDXA"
+_HEAD_MAGIC: Final = b"SDXH"
+_HEAD_PREFIX: Final = 8  # magic and the header's length
+_HEAD_PEEK: Final = 8192  # bytes read to find a header (a longer one takes a second read)
 
 # SessionState.archive: what the archive holds of the session's indexed bytes.
 KEPT: Final = "kept"  # exactly the indexed bytes; the source is still there
@@ -144,21 +168,90 @@ class Chain(Wired):
 
     @classmethod
     def from_head(cls, w: Any, where: str) -> Chain:
-        """The chain a HEAD file holds: ``[magic, version, *fields]``."""
+        """The chain a version-1 HEAD holds: ``[magic, 1, *fields]``."""
         if not isinstance(w, list) or len(w) < 12 or w[0] != _MAGIC:
             raise CorruptRecord(where, "not an archive chain")
         if w[1] != _VERSION:
             raise CorruptRecord(where, f"archive chain version {w[1]!r}")
+        return cls._fields(w[2:], where)
+
+    @classmethod
+    def _fields(cls, w: list[Any], where: str) -> Chain:
         try:
-            chain = cls.from_wire(w[2:])
+            chain = cls.from_wire(w)
         except (IndexError, TypeError, KeyError) as exc:
             raise CorruptRecord(where, f"archive chain fields: {exc}") from exc
         if len(chain.stamp) != 5:
             raise CorruptRecord(where, f"archive chain stamp: {chain.stamp!r}")
         return chain
 
-    def encode(self) -> bytes:
-        return pack([_MAGIC, _VERSION, *self.to_wire()])
+    def encode(self, frame: bytes = b"") -> bytes:
+        """A HEAD file of this chain; *frame*: its first segment's, carried inline."""
+        if frame and not self.segments:
+            raise ValueError("an inline frame needs a segment to be")
+        header = pack([_MAGIC, _HEAD_VERSION, len(frame), *self.to_wire()])
+        return b"".join((_HEAD_MAGIC, len(header).to_bytes(4, "big"), header, frame))
+
+
+def decode_head(data: bytes, size: int, where: str) -> tuple[Chain, int]:
+    """The chain of a HEAD file of *size* bytes whose first bytes are *data* (its header at
+    least), and the length of the inline frame at its end (0: none)."""
+    if not data.startswith(_HEAD_MAGIC):
+        if len(data) != size:
+            raise CorruptRecord(where, "archive chain: short read")
+        try:
+            return Chain.from_head(unpack(data), where), 0
+        except ValueError as exc:
+            raise CorruptRecord(where, f"archive chain: {exc}") from exc
+    end = _HEAD_PREFIX + header_length(data, where)
+    if len(data) < end:
+        raise CorruptRecord(where, "archive chain: header cut short")
+    try:
+        w = unpack(data[_HEAD_PREFIX:end])
+    except ValueError as exc:
+        raise CorruptRecord(where, f"archive chain: {exc}") from exc
+    if not isinstance(w, list) or len(w) < 13 or w[0] != _MAGIC:
+        raise CorruptRecord(where, "not an archive chain")
+    if w[1] != _HEAD_VERSION:
+        raise CorruptRecord(where, f"archive chain version {w[1]!r}")
+    inline = w[2]
+    if not isinstance(inline, int) or end + inline != size:
+        raise CorruptRecord(where, "archive chain: its inline segment is cut short")
+    chain = Chain._fields(w[3:], where)
+    if inline and not chain.segments:
+        raise CorruptRecord(where, "archive chain: an inline frame without a segment")
+    return chain, inline
+
+
+def header_length(data: bytes, where: str) -> int:
+    if len(data) < _HEAD_PREFIX:
+        raise CorruptRecord(where, "archive chain: cut short")
+    return int.from_bytes(data[4:_HEAD_PREFIX], "big")
+
+
+def frame_of(data: bytes, where: str) -> bytes:
+    """The zstd frame a segment file holds: itself, or the inline one of a HEAD linked as a
+    segment (``ArchiveWriter`` keeps a whole-built chain's segment so)."""
+    if not data.startswith(_HEAD_MAGIC):
+        return data
+    _, inline = decode_head(data, len(data), where)
+    if not inline:
+        raise CorruptRecord(where, "archive segment: a HEAD without an inline frame")
+    return data[len(data) - inline :]
+
+
+@dataclass(frozen=True, slots=True)
+class Head:
+    """What a HEAD file says: its chain, the length of the frame of ``chain.segments[0]``
+    it carries inline (0: none), and whether it is in an older build's layout."""
+
+    chain: Chain
+    inline: int
+    legacy: bool
+
+
+def _is_name(name: str) -> bool:
+    return len(name) == 64 and "." not in name
 
 
 class ArchiveDamaged(StoreError):
@@ -175,20 +268,29 @@ class Archive:
 
     def __init__(self, root: Path) -> None:
         self.root = Path(root)
-        self.sessions = self.root / SESSIONS
-        self._heads: dict[str, tuple[tuple[int, int, int], Chain]] = {}
+        self.chains_dir = self.root / CHAINS
+        self.sessions = self.root / SESSIONS  # an older build's layout
+        self._heads: dict[str, tuple[tuple[int, int, int], Head]] = {}
         self._tombstones: tuple[tuple[int, int, int], frozenset[str]] | None = None
 
     # -- where ----------------------------------------------------------------------------
 
+    def head_file(self, name: str) -> Path:
+        """The HEAD of the chain *name* (``key_name``)."""
+        return self.chains_dir / name
+
+    def segment_file(self, name: str, segment: str) -> Path:
+        return self.chains_dir / f"{name}.{segment}{SEGMENT_SUFFIX}"
+
+    def head_path(self, key: str) -> Path:
+        return self.head_file(key_name(key))
+
     def folder_of(self, name: str) -> Path:
+        """The folder an older build kept the chain *name* in."""
         return self.sessions / name[:2] / name
 
     def folder(self, key: str) -> Path:
         return self.folder_of(key_name(key))
-
-    def head_path(self, key: str) -> Path:
-        return self.folder(key) / HEAD
 
     # -- chains ---------------------------------------------------------------------------
 
@@ -198,7 +300,17 @@ class Archive:
         return self.head_of(key_name(key))
 
     def head_of(self, name: str) -> Chain | None:
-        path = self.folder_of(name) / HEAD
+        found = self.entry(name)
+        return found.chain if found is not None else None
+
+    def entry(self, name: str) -> Head | None:
+        """The HEAD of the chain *name* (only its header read), or None."""
+        found = self._entry(name, self.head_file(name), False)
+        if found is None:
+            found = self._entry(name, self.folder_of(name) / HEAD, True)
+        return found
+
+    def _entry(self, name: str, path: Path, legacy: bool) -> Head | None:
         try:
             st = os.stat(path)
         except (FileNotFoundError, NotADirectoryError):
@@ -206,24 +318,26 @@ class Archive:
             return None
         stamp = (st.st_ino, st.st_mtime_ns, st.st_size)
         hit = self._heads.get(name)
-        if hit is not None and hit[0] == stamp:
+        if hit is not None and hit[0] == stamp and hit[1].legacy == legacy:
             return hit[1]
         try:
-            data = read_quietly(path)
+            chain, inline = read_head(path)
         except FileNotFoundError:
             return None
-        try:
-            chain = Chain.from_head(unpack(data), str(path))
-        except ValueError as exc:
-            raise CorruptRecord(str(path), f"archive chain: {exc}") from exc
+        found = Head(chain, inline, legacy)
         if len(self._heads) >= 65_536:
             self._heads.clear()
-        self._heads[name] = (stamp, chain)
-        return chain
+        self._heads[name] = (stamp, found)
+        return found
 
     def names(self) -> set[str]:
-        """The folder name of every chain (listing only, nothing read)."""
+        """The name of every chain (listing only, nothing read)."""
         out: set[str] = set()
+        try:
+            with os.scandir(self.chains_dir) as entries:
+                out.update(e.name for e in entries if _is_name(e.name))
+        except FileNotFoundError:
+            pass
         try:
             fans = list(os.scandir(self.sessions))
         except FileNotFoundError:
@@ -250,28 +364,51 @@ class Archive:
     def read(self, chain: Chain) -> bytes:
         """The chain's bytes, every segment and the whole proven against their blake3
         (ArchiveDamaged otherwise)."""
-        folder = self.folder(chain.key)
+        name = key_name(chain.key)
         parts: list[bytes] = []
         whole = blake3.blake3()
         for segment in chain.segments:
-            raw = self.segment(folder, segment)
+            raw = self.segment(name, segment)
             whole.update(raw)
             parts.append(raw)
         data = b"".join(parts)
         if len(data) != chain.length or whole.hexdigest() != chain.hash:
-            raise ArchiveDamaged(str(folder), "the segments do not make the chain's bytes")
+            raise ArchiveDamaged(str(self.head_file(name)), "the segments do not make the chain")
         return data
 
-    def segment(self, folder: Path, segment: Segment) -> bytes:
-        path = folder / f"{segment.name}{SEGMENT_SUFFIX}"
+    def segment(self, name: str, segment: Segment) -> bytes:
+        """The bytes of one segment of the chain *name*, proven against its name."""
+        path = self.segment_file(name, segment.name)
         try:
-            frame = read_quietly(path)
+            frame = self._frame(name, segment)
             raw = zstandard.ZstdDecompressor().decompress(frame, max_output_size=segment.length)
-        except (OSError, zstandard.ZstdError) as exc:
+        except (OSError, CorruptRecord, zstandard.ZstdError) as exc:
             raise ArchiveDamaged(str(path), f"segment unreadable: {exc}") from exc
         if len(raw) != segment.length or blake3.blake3(raw).hexdigest() != segment.name:
             raise ArchiveDamaged(str(path), "segment bytes do not match its name")
         return raw
+
+    def _frame(self, name: str, segment: Segment) -> bytes:
+        """The segment's frame: its own file, else the HEAD that carries it inline, else an
+        older build's folder; and its own file again (a writer may have linked it there and
+        replaced the HEAD meanwhile)."""
+        path = self.segment_file(name, segment.name)
+        legacy = self.folder_of(name)
+        for where in (path, self.head_file(name), legacy / HEAD):
+            try:
+                data = read_quietly(where)
+            except FileNotFoundError:
+                continue
+            if where == path:
+                return frame_of(data, str(where))
+            chain, inline = decode_head(data, len(data), str(where))
+            if inline and chain.segments[0].name == segment.name:
+                return data[len(data) - inline :]
+        old = legacy / f"{segment.name}{SEGMENT_SUFFIX}"
+        for where in (old, path):
+            with contextlib.suppress(FileNotFoundError):
+                return frame_of(read_quietly(where), str(where))
+        raise FileNotFoundError(str(path))
 
     # -- what it costs --------------------------------------------------------------------
 
@@ -312,6 +449,27 @@ class Archive:
 
     def forgotten(self, path: str) -> bool:
         return path_hash(path) in self.tombstones()
+
+
+def read_head(path: Path) -> tuple[Chain, int]:
+    """The chain of the HEAD file at *path* and its inline frame's length, reading the
+    header only (raises CorruptRecord when it cannot be decoded)."""
+    fd = open_quietly(path)
+    try:
+        size = os.fstat(fd).st_size
+        data = os.pread(fd, _HEAD_PEEK, 0)
+        if data.startswith(_HEAD_MAGIC):
+            want = _HEAD_PREFIX + header_length(data, str(path))
+        else:
+            want = size  # version 1: the header is the whole file
+        while len(data) < min(want, size):
+            more = os.pread(fd, min(want, size) - len(data), len(data))
+            if not more:
+                break
+            data += more
+    finally:
+        os.close(fd)
+    return decode_head(data, size, str(path))
 
 
 def read_tombstones(data: bytes, where: str) -> frozenset[str]:

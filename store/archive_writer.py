@@ -47,6 +47,7 @@ from store.archive import (
     Chain,
     Segment,
     encode_tombstones,
+    key_name,
     path_hash,
 )
 from store.atomic import FILE_MODE, DurableBatch, atomic_write, ensure_dir, fsync_all, fsync_dir
@@ -95,7 +96,7 @@ class ArchiveWriter:
         self.bytes_written = 0
         self._usage: int | None = None
         self._usage_at = 0.0
-        self._dirs: set[Path] = set()
+        self._ready = False  # the chains folder exists
         self._batch: _Batch | None = None
 
     @contextlib.contextmanager
@@ -120,8 +121,8 @@ class ArchiveWriter:
             # renames in the order they were made.
             batch.files.commit()
             _sync_dirs(batch.folders)
-            for folder, names in batch.drops:
-                self._drop_segments(folder, names)
+            for name, names in batch.drops:
+                self._drop_segments(name, names)
         finally:
             batch.files.abandon()
             self._batch = None
@@ -169,12 +170,12 @@ class ArchiveWriter:
                 self.remove(key)  # a copy of bytes the file no longer holds
             return NOT_KEPT
         segment = Segment(full_hash, len(data), _WHOLE_LEVEL)  # the blake3 of all of data
-        folder = self._folder(key)
-        self._put_segment(folder, segment, frame, data)
-        self._sync(folder)
-        self._write_head(replace(fresh, length=len(data), hash=full_hash, segments=(segment,)))
+        # one file: the HEAD carries the segment inline (see store.archive)
+        self._write_head(
+            replace(fresh, length=len(data), hash=full_hash, segments=(segment,)), frame
+        )
         if chain is not None:
-            self._drop_after(folder, {s.name for s in chain.segments} - {segment.name})
+            self._drop_after(key_name(key), {s.name for s in chain.segments} - {segment.name})
         return KEPT
 
     def keep_append(
@@ -219,9 +220,9 @@ class ArchiveWriter:
             if not chain.truncated:
                 self._write_head(replace(chain, truncated=True))
             return NOT_KEPT
-        folder = self._folder(chain.key)
+        name = key_name(chain.key)
         segment = Segment(blake3.blake3(new).hexdigest(), len(new), 0)
-        self._put_segment(folder, segment, frame, new)
+        self._put_segment(name, segment, frame, new)
         segments = [*chain.segments, segment]
         dropped: set[str] = set()
         # Fold the newest FANOUT segments while they share a level: a chain keeps at most
@@ -230,12 +231,12 @@ class ArchiveWriter:
             run = segments[-FANOUT:]
             if run[0].level >= _WHOLE_LEVEL:
                 break
-            merged = b"".join(self._segment_bytes(folder, s) for s in run)
+            merged = b"".join(self._segment_bytes(name, s) for s in run)
             folded = Segment(blake3.blake3(merged).hexdigest(), len(merged), run[0].level + 1)
-            self._put_segment(folder, folded, self._frame(merged), merged)
+            self._put_segment(name, folded, self._frame(merged), merged)
             dropped.update(s.name for s in run)
             segments[-FANOUT:] = [folded]
-        self._sync(folder)
+        self._sync()
         self._write_head(
             replace(
                 chain,
@@ -247,7 +248,7 @@ class ArchiveWriter:
                 truncated=False,
             )
         )
-        self._drop_after(folder, dropped - {s.name for s in segments})
+        self._drop_after(name, dropped - {s.name for s in segments})
         return KEPT
 
     # -- retiring and removing ----------------------------------------------------------------
@@ -258,27 +259,43 @@ class ArchiveWriter:
         chain = self._head(key)
         if chain is None:
             return None
-        old, new = self._folder(key), self._folder(new_key)
-        for segment in chain.segments:
-            name = f"{segment.name}{SEGMENT_SUFFIX}"
-            with contextlib.suppress(FileExistsError):
-                os.link(old / name, new / name)
-        fsync_dir(new)
+        self._link_segments(chain, key_name(key), key_name(new_key))
         moved = replace(chain, key=new_key, updated_ns=self.now_ns())
-        atomic_write(new / HEAD, moved.encode())
-        self.bytes_written += len(moved.encode())
+        data = moved.encode()
+        atomic_write(self.reader.head_path(new_key), data)
+        self.bytes_written += len(data)
         return moved
 
     def remove(self, key: str) -> bool:
-        """Delete *key*'s chain, HEAD first so no reader sees half of it; True if it was."""
-        folder = self.reader.folder(key)
+        """Delete *key*'s chain, HEAD first so no reader sees half of it; True if it was.
+        (A HEAD that cannot be decoded names no segments: ``collect`` removes them.)"""
+        name = key_name(key)
+        head = self.reader.head_file(name)
+        try:
+            found = self.reader.entry(name)
+        except CorruptRecord:
+            found = None
+        removed = self._remove_legacy(name)
+        try:
+            os.unlink(head)
+        except FileNotFoundError:
+            return removed
+        fsync_dir(head.parent)
+        if found is not None and not found.legacy:
+            self._drop_segments(name, {s.name for s in found.chain.segments})
+        self._usage = None
+        return True
+
+    def _remove_legacy(self, name: str) -> bool:
+        """Delete the folder an older build kept the chain *name* in (renamed away first, so
+        no reader sees half of it)."""
+        folder = self.reader.folder_of(name)
         if not folder.is_dir():
             return False
         trash = folder.with_name(f".trash-{folder.name}-{self.now_ns()}")
         os.rename(folder, trash)
         fsync_dir(folder.parent)
         shutil.rmtree(trash, ignore_errors=True)
-        self._dirs.discard(folder)
         self._usage = None
         return True
 
@@ -301,24 +318,59 @@ class ArchiveWriter:
     # -- clean-up -----------------------------------------------------------------------------
 
     def collect(self, *, now: float | None = None, age_s: float = _ORPHAN_AGE_S) -> int:
-        """Remove what a crash left behind: trash folders, folders without a HEAD and
-        segments no HEAD names, once older than *age_s*. Returns files removed."""
+        """Remove what a crash left behind: temp files, segments no HEAD names, an older
+        build's trash and folders, once older than *age_s*. Returns files removed."""
         cutoff = (time.time() if now is None else now) - age_s
         removed = 0
-        sessions = self.reader.sessions
-        for fan in _subdirs(sessions):
+        named: dict[str, set[str] | None] = {}  # chain name -> its segment names (None: damaged)
+
+        def segments_of(name: str) -> set[str] | None:
+            if name not in named:
+                try:
+                    found = self.reader.entry(name)
+                except CorruptRecord:
+                    named[name] = None  # damaged: kept for a person to look at (doctor)
+                else:
+                    chain = found.chain if found is not None and not found.legacy else None
+                    named[name] = {s.name for s in chain.segments} if chain else set()
+            return named[name]
+
+        try:
+            entries = list(os.scandir(self.reader.chains_dir))
+        except FileNotFoundError:
+            entries = []
+        for entry in entries:
+            if _is_head_name(entry.name):
+                continue
+            if not entry.name.startswith("."):
+                name, _, rest = entry.name.partition(".")
+                kept = segments_of(name)
+                if kept is None or rest.removesuffix(SEGMENT_SUFFIX) in kept:
+                    continue
+            with contextlib.suppress(FileNotFoundError):
+                if entry.stat(follow_symlinks=False).st_mtime <= cutoff:
+                    os.unlink(entry.path)
+                    removed += 1
+        removed += self._collect_legacy(cutoff)
+        self._usage = None
+        return removed
+
+    def _collect_legacy(self, cutoff: float) -> int:
+        removed = 0
+        for fan in _subdirs(self.reader.sessions):
             for folder in _subdirs(fan):
                 try:
                     if folder.name.startswith(".trash-"):
                         shutil.rmtree(folder, ignore_errors=True)
                         removed += 1
                         continue
-                    chain = self.reader.head_of(folder.name)
+                    found = self.reader.entry(folder.name)
                 except CorruptRecord:
                     continue  # damaged: kept for a person to look at (doctor names it)
+                chain = found.chain if found is not None and found.legacy else None
                 named = {f"{s.name}{SEGMENT_SUFFIX}" for s in chain.segments} if chain else set()
                 for entry in os.scandir(folder):
-                    if entry.name == HEAD or entry.name in named:
+                    if entry.name == HEAD and chain is not None or entry.name in named:
                         continue
                     with contextlib.suppress(FileNotFoundError):
                         if entry.stat(follow_symlinks=False).st_mtime <= cutoff:
@@ -327,7 +379,6 @@ class ArchiveWriter:
                 if chain is None:
                     with contextlib.suppress(OSError):
                         os.rmdir(folder)  # only when empty
-        self._usage = None
         return removed
 
     def usage(self) -> int:
@@ -341,68 +392,120 @@ class ArchiveWriter:
     # -- helpers ------------------------------------------------------------------------------
 
     def _head(self, key: str) -> Chain | None:
+        """*key*'s chain, moved out of an older build's layout first when it is there."""
         try:
-            chain = self.reader.head(key)
+            found = self.reader.entry(key_name(key))
         except CorruptRecord as exc:
             log.warning("archive.damaged", key=key, error=str(exc))
             return None  # a new chain replaces it
-        return chain if chain is not None and chain.key == key else None
+        if found is None or found.chain.key != key:
+            return None
+        if found.legacy:
+            self._adopt(found.chain, key_name(key))
+        return found.chain
+
+    def _adopt(self, chain: Chain, name: str) -> None:
+        """Move a chain an older build kept in a folder of its own into ``chains/``: its
+        segments linked (O(1) each), then its HEAD written, then the old folder removed; a
+        crash leaves it where it was, or moved (the folder is then ``collect``'s)."""
+        self._link_segments(chain, name, name)
+        atomic_write(self.reader.head_file(name), chain.encode())
+        self._remove_legacy(name)
+        log.info("archive.moved", key=chain.key)
+
+    def _link_segments(self, chain: Chain, name: str, new: str) -> None:
+        """Link the segment files of the chain *name* as those of the chain *new* (a segment
+        its HEAD carries inline: the HEAD, whose frame ``store.archive.frame_of`` finds), then
+        make the links durable."""
+        self._ensure()
+        found = self.reader.entry(name)
+        inline = found.chain.segments[0].name if found is not None and found.inline else None
+        old = self.reader.folder_of(name) if found is not None and found.legacy else None
+        for segment in chain.segments:
+            if segment.name == inline:
+                source = old / HEAD if old is not None else self.reader.head_file(name)
+            elif old is not None:
+                source = old / f"{segment.name}{SEGMENT_SUFFIX}"
+            else:
+                source = self.reader.segment_file(name, segment.name)
+            with contextlib.suppress(FileExistsError):
+                os.link(source, self.reader.segment_file(new, segment.name))
+        fsync_dir(self.reader.chains_dir)
+
+    def _inline(self, name: str) -> str | None:
+        """The name of the segment the HEAD of chain *name* carries inline, if it does."""
+        try:
+            found = self.reader.entry(name)
+        except CorruptRecord:
+            return None
+        if found is None or not found.inline or found.legacy:
+            return None
+        return found.chain.segments[0].name
 
     def _room(self, n: int) -> bool:
         return self.usage() + n <= self.max_bytes
 
-    def _folder(self, key: str) -> Path:
-        folder = self.reader.folder(key)
-        if folder not in self._dirs:
+    def _ensure(self) -> Path:
+        folder = self.reader.chains_dir
+        if not self._ready:
             ensure_dir(folder)
-            self._dirs.add(folder)
+            self._ready = True
         return folder
 
     def _frame(self, data: bytes) -> bytes:
         frame: bytes = _COMPRESSORS.zstd.compress(data)
         return frame
 
-    def _put_segment(self, folder: Path, segment: Segment, frame: bytes, raw: bytes) -> None:
-        path = folder / f"{segment.name}{SEGMENT_SUFFIX}"
+    def _put_segment(self, name: str, segment: Segment, frame: bytes, raw: bytes) -> None:
+        path = self.reader.segment_file(name, segment.name)
         batch = self._batch
         if batch is not None:
-            if (folder, segment.name) in batch.raw:
+            if (name, segment.name) in batch.raw:
                 return
-            batch.raw[(folder, segment.name)] = raw  # a fold in this batch may read it
+            batch.raw[(name, segment.name)] = raw  # a fold in this batch may read it
             batch.files.write(path, frame)
-            batch.folders.add(folder)
+            batch.folders.add(self._ensure())
         elif path.exists():
             return  # named by its content: the same bytes are there already
         else:
+            self._ensure()
             atomic_write(path, frame, sync_dir=False)
         self._wrote(len(frame))
 
-    def _segment_bytes(self, folder: Path, segment: Segment) -> bytes:
+    def _segment_bytes(self, name: str, segment: Segment) -> bytes:
         if self._batch is not None:
-            pending = self._batch.raw.get((folder, segment.name))
+            pending = self._batch.raw.get((name, segment.name))
             if pending is not None:
                 return pending
-        return self.reader.segment(folder, segment)
+        return self.reader.segment(name, segment)
 
-    def _sync(self, folder: Path) -> None:
-        """Segments renamed into *folder* are durable before a HEAD names them."""
+    def _sync(self) -> None:
+        """Segments renamed into the folder are durable before a HEAD names them."""
         if self._batch is None:
-            fsync_dir(folder)
+            fsync_dir(self._ensure())
 
-    def _drop_after(self, folder: Path, names: set[str]) -> None:
+    def _drop_after(self, name: str, names: set[str]) -> None:
         if self._batch is not None:
-            self._batch.drops.append((folder, names))
+            self._batch.drops.append((name, names))
         else:
-            self._drop_segments(folder, names)
+            self._drop_segments(name, names)
 
-    def _write_head(self, chain: Chain) -> None:
-        data = replace(chain, updated_ns=self.now_ns()).encode()
-        folder = self._folder(chain.key)
+    def _write_head(self, chain: Chain, frame: bytes = b"") -> None:
+        """Replace *chain*'s HEAD (carrying *frame*, its first segment's, inline). A HEAD
+        that carries a segment the new one does not is first linked as that segment's file:
+        O(1), and in the folder before the new HEAD replaces it (its rename comes later)."""
+        data = replace(chain, updated_ns=self.now_ns()).encode(frame)
+        name = key_name(chain.key)
+        folder = self._ensure()
+        head = self.reader.head_file(name)
+        if not frame and chain.segments and self._inline(name) == chain.segments[0].name:
+            with contextlib.suppress(FileExistsError):
+                os.link(head, self.reader.segment_file(name, chain.segments[0].name))
         if self._batch is not None:
-            self._batch.files.write(folder / HEAD, data)
+            self._batch.files.write(head, data)
             self._batch.folders.add(folder)
         else:
-            atomic_write(folder / HEAD, data)
+            atomic_write(head, data)
         self._wrote(len(data))
 
     def _wrote(self, n: int) -> None:
@@ -410,10 +513,10 @@ class ArchiveWriter:
         if self._usage is not None:
             self._usage += n
 
-    def _drop_segments(self, folder: Path, names: Sequence[str] | set[str]) -> None:
-        for name in names:
+    def _drop_segments(self, name: str, names: Sequence[str] | set[str]) -> None:
+        for segment in names:
             with contextlib.suppress(FileNotFoundError):
-                os.unlink(folder / f"{name}{SEGMENT_SUFFIX}")
+                os.unlink(self.reader.segment_file(name, segment))
 
 
 class _Batch:
@@ -423,13 +526,17 @@ class _Batch:
         # segments and HEADs in the order they were written (``DurableBatch`` renames so)
         self.files = DurableBatch() if files is None else files
         self.folders: set[Path] = set()
-        self.raw: dict[tuple[Path, str], bytes] = {}
-        self.drops: list[tuple[Path, set[str]]] = []
+        self.raw: dict[tuple[str, str], bytes] = {}  # (chain name, segment name) -> bytes
+        self.drops: list[tuple[str, set[str]]] = []
 
 
 def _sync_dirs(folders: set[Path]) -> None:
     """fsync each folder, several at once (a journaling file system folds them together)."""
     fsync_all(fsync_dir, sorted(folders))
+
+
+def _is_head_name(name: str) -> bool:
+    return len(name) == 64 and "." not in name
 
 
 def _subdirs(folder: Path) -> list[Path]:

@@ -58,7 +58,7 @@ def archive_cost(
     off = _config(cfg, False, work, "off")
     on = _config(cfg, True, work, "on")
     for _ in range(pairs):
-        row = []
+        row: list[tuple[float, float]] = []
         for path, index, _ in (off, on):
             shutil.rmtree(index.parent, ignore_errors=True)
             argv = [pipeline, "run", "--once", "--config", str(path), "--quiet"]
@@ -67,9 +67,22 @@ def archive_cost(
             m = run_measured(argv)
             if m.returncode not in (0, 1):
                 raise subprocess.SubprocessError(f"{argv}: {m.stderr[-500:]}")
-            row.append(m.seconds)
-        out["pairs"].append({"without_s": row[0], "with_s": row[1], "ratio": row[1] / row[0]})
+            row.append((m.seconds, m.user_s + m.sys_s))
+        (off_s, off_cpu), (on_s, on_cpu) = row
+        out["pairs"].append(
+            {
+                "without_s": off_s,
+                "with_s": on_s,
+                "ratio": on_s / off_s,
+                # CPU seconds of the whole tree: wall time on a busy machine is mostly others'
+                "without_cpu_s": off_cpu,
+                "with_cpu_s": on_cpu,
+                "cpu_ratio": on_cpu / off_cpu if off_cpu else None,
+            }
+        )
     for _, index, _ in (off, on):
         shutil.rmtree(index.parent, ignore_errors=True)
     out["build_ratio"] = round(statistics.median(p["ratio"] for p in out["pairs"]), 4)
+    cpu = [p["cpu_ratio"] for p in out["pairs"] if p["cpu_ratio"] is not None]
+    out["build_cpu_ratio"] = round(statistics.median(cpu), 4) if cpu else None
     return out

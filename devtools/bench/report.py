@@ -87,6 +87,11 @@ def evaluate(res: dict[str, Any]) -> list[dict[str, Any]]:
     ratio = (res.get("archive") or {}).get("build_ratio")
     if ratio is not None:
         out.append(_target("archive_build_ratio", ratio, "<= 1.10 (A/B pairs)", ratio <= 1.10))
+    cpu_ratio = (res.get("archive") or {}).get("build_cpu_ratio")
+    if cpu_ratio is not None:
+        out.append(
+            _target("archive_cpu_ratio", cpu_ratio, "<= 1.10 (A/B pairs)", cpu_ratio <= 1.10)
+        )
     size = res.get("size_", {})
     cold_src = size.get("source_bytes", {}).get("cold")
     if cold_src:
@@ -202,7 +207,7 @@ def render(res: dict[str, Any]) -> str:
             + (
                 f"; build with / without it {ratio:.3f} (median of {len(arch['pairs'])} A/B pairs: "
                 + ", ".join(f"{p['ratio']:.3f}" for p in arch["pairs"])
-                + ")"
+                + f"; CPU {arch.get('build_cpu_ratio')})"
                 if ratio is not None
                 else ""
             )

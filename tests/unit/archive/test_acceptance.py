@@ -48,7 +48,7 @@ def _says_archived(config: Config, path: Path) -> None:
         assert page["coverage"]["archived"]["sessions"] == 1
         rows = engine.sessions({"scope": "global"}, cwd="/")["sessions"]
         [row] = [r for r in rows if r["file"] == str(path)]
-        assert row["archived"] is True and Path(row["archive"]).is_dir()
+        assert row["archived"] is True and Path(row["archive"]).is_file()  # its HEAD
     with Backend(config, server="off") as backend:
         catalog = backend.catalog({"scope": "global"}, cwd="/")
         assert catalog["total"] > 0  # the Bash calls of the archived session

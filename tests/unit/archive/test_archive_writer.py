@@ -8,7 +8,7 @@ import blake3
 import pytest
 
 from pipeline.archiving import hashes
-from store.archive import FANOUT, KEPT, NOT_KEPT, Archive, ArchiveDamaged
+from store.archive import FANOUT, KEPT, NOT_KEPT, Archive, ArchiveDamaged, key_name
 from store.archive_writer import ArchiveWriter
 
 STAMP = (1, 2, 3, 4, 5)
@@ -44,9 +44,9 @@ def test_appends_are_segments_folded_so_a_chain_stays_short(tmp_path: Path) -> N
     # 199 appends: at most FANOUT - 1 segments per level, three levels
     assert len(chain.segments) <= 1 + (FANOUT - 1) * 3
     assert Archive(tmp_path / "a").read(chain) == data
-    folder = Archive(tmp_path / "a").folder("/s/x.jsonl")
-    on_disk = {p.name for p in folder.iterdir()}
-    assert on_disk == {"HEAD", *(f"{s.name}.zst" for s in chain.segments)}  # nothing left over
+    name = key_name("/s/x.jsonl")
+    on_disk = {p.name for p in (tmp_path / "a" / "chains").iterdir()}
+    assert on_disk == {name, *(f"{name}.{s.name}.zst" for s in chain.segments)}  # nothing more
 
 
 def test_an_append_writes_only_the_new_bytes(tmp_path: Path) -> None:
@@ -76,7 +76,8 @@ def test_a_rewrite_starts_a_new_chain(tmp_path: Path) -> None:
     )
     chain = Archive(tmp_path / "a").head("/s/x.jsonl")
     assert chain is not None and Archive(tmp_path / "a").read(chain) == other
-    assert len(list(Archive(tmp_path / "a").folder("/s/x.jsonl").iterdir())) == 2
+    # a chain written whole is one file, its HEAD carrying the segment; the old one is gone
+    assert [p.name for p in (tmp_path / "a" / "chains").iterdir()] == [key_name("/s/x.jsonl")]
 
 
 def test_the_cap_stops_the_archive_and_says_so(tmp_path: Path) -> None:
@@ -112,10 +113,23 @@ def test_a_damaged_segment_is_refused(tmp_path: Path) -> None:
     archive = Archive(tmp_path / "a")
     chain = archive.head("/s/x.jsonl")
     assert chain is not None
-    [segment] = archive.folder("/s/x.jsonl").glob("*.zst")
     import zstandard
 
-    segment.write_bytes(zstandard.ZstdCompressor().compress(b"two\n"))
+    # the segment inline in the HEAD: other bytes in its place are refused
+    head = archive.head_path("/s/x.jsonl")
+    data = head.read_bytes()
+    frame = zstandard.ZstdCompressor().compress(b"one\n")
+    assert data.endswith(frame)
+    head.write_bytes(data[: -len(frame)] + zstandard.ZstdCompressor().compress(b"two\n"))
+    with pytest.raises(ArchiveDamaged):
+        archive.read(chain)
+    # and in a file of its own (after an append linked it out)
+    _keep_growing(writer, "/s/y.jsonl", [b"one\n", b"more\n"])
+    chain = archive.head("/s/y.jsonl")
+    assert chain is not None and archive.read(chain) == b"one\nmore\n"
+    for segment in archive.chains_dir.glob(f"{key_name('/s/y.jsonl')}.*.zst"):
+        segment.unlink()
+        segment.write_bytes(zstandard.ZstdCompressor().compress(b"two\n"))
     with pytest.raises(ArchiveDamaged):
         archive.read(chain)
 
@@ -126,3 +140,68 @@ def test_tombstones_hold_hashes_not_paths(tmp_path: Path) -> None:
     assert writer.forget(["/home/me/secret-project/s.jsonl"]) == 0
     assert b"secret-project" not in (tmp_path / "a" / "tombstones").read_bytes()
     assert Archive(tmp_path / "a").forgotten("/home/me/secret-project/s.jsonl")
+
+
+def test_an_archive_an_older_build_wrote_is_read_and_kept_growing(tmp_path: Path) -> None:
+    """Version 1: a bare msgpack HEAD and every segment in a file of its own."""
+    import zstandard
+
+    from store.archive import Chain, Segment
+    from store.codec import pack
+
+    data = b'{"line": 1}\n'
+    name = blake3.blake3(data).hexdigest()
+    folder = Archive(tmp_path / "a").folder("/s/old.jsonl")
+    folder.mkdir(parents=True)
+    (folder / f"{name}.zst").write_bytes(zstandard.ZstdCompressor().compress(data))
+    chain = Chain(
+        "/s/old.jsonl", "/s/old.jsonl", "pi", len(data), name, STAMP,
+        (Segment(name, len(data), 1 << 16),),
+    )  # fmt: skip
+    (folder / "HEAD").write_bytes(pack([b"SDXA", 1, *chain.to_wire()]))
+    archive = Archive(tmp_path / "a")
+    assert archive.head("/s/old.jsonl") == chain and archive.read(chain) == data
+    assert key_name("/s/old.jsonl") in archive.names()
+    writer = ArchiveWriter(tmp_path / "a", max_bytes=1 << 30)
+    more = b'{"line": 2}\n'
+    kept = writer.keep_append(
+        "/s/old.jsonl", more, old_length=len(data), old_hash=name,
+        full_hash=blake3.blake3(data + more).hexdigest(), stamp=STAMP,
+    )  # fmt: skip
+    assert kept == KEPT
+    grown = Archive(tmp_path / "a").head("/s/old.jsonl")
+    assert grown is not None and Archive(tmp_path / "a").read(grown) == data + more
+    # moved into this build's layout at its first write: the old folder is gone
+    assert archive.head_path("/s/old.jsonl").read_bytes().startswith(b"SDXH")
+    assert not folder.exists() and archive.names() == {key_name("/s/old.jsonl")}
+
+
+def test_a_whole_chain_is_one_file_until_an_append_links_its_segment_out(
+    tmp_path: Path,
+) -> None:
+    writer = ArchiveWriter(tmp_path / "a", max_bytes=1 << 30)
+    first = b"".join(f'{{"n": {n}}}\n'.encode() for n in range(500))
+    _keep_growing(writer, "/s/x.jsonl", [first])
+    archive = Archive(tmp_path / "a")
+    name = key_name("/s/x.jsonl")
+    assert [p.name for p in archive.chains_dir.iterdir()] == [name]
+    seen = archive.head("/s/x.jsonl")  # a reader holding the chain as it was
+    assert seen is not None
+    head_inode = archive.head_path("/s/x.jsonl").stat().st_ino
+    _keep_growing_tail = blake3.blake3(first).hexdigest()
+    more = b'{"n": "more"}\n'
+    writer.keep_append(
+        "/s/x.jsonl", more, old_length=len(first), old_hash=_keep_growing_tail,
+        full_hash=blake3.blake3(first + more).hexdigest(), stamp=STAMP,
+    )  # fmt: skip
+    # the old HEAD became the first segment's file (a link, nothing copied)
+    assert archive.segment_file(name, seen.segments[0].name).stat().st_ino == head_inode
+    assert Archive(tmp_path / "a").read(seen) == first  # what the reader held still reads
+    grown = Archive(tmp_path / "a").head("/s/x.jsonl")
+    assert grown is not None and Archive(tmp_path / "a").read(grown) == first + more
+    # a stamp-only rewrite of an inline HEAD keeps the segment (linked out, not lost)
+    _keep_growing(writer, "/s/t.jsonl", [b"one\n"])
+    writer.restamp("/s/t.jsonl", (9, 9, 9, 9, 9))
+    moved = Archive(tmp_path / "a").head("/s/t.jsonl")
+    assert moved is not None and moved.stamp == (9, 9, 9, 9, 9)
+    assert Archive(tmp_path / "a").read(moved) == b"one\n"
