@@ -15,7 +15,6 @@ import pytest
 from pipeline.catchup import catch_up
 from pipeline.runner import InlineRunner
 from pipeline.settings import RunSettings
-from query.engine import Engine
 from stages.goose.adapter import DATABASE
 from stages.lineage import lineage
 from stages.normalize import normalize
@@ -26,6 +25,8 @@ from store.dbsource import list_members, read_member
 from store.reader import open_snapshot
 from tests.goose_db import GooseDb, request, response, text
 from tests.helpers import PiRoot
+from tests.indexed import global_recall as _recall
+from tests.indexed import indexed_paths as _paths
 
 WORD = "gossamerquint"
 
@@ -58,15 +59,6 @@ def _files(tmp: Path) -> tuple[Config, Path]:
     )  # fmt: skip
     _legacy(root, "20240102_090000", "Other", _message("user", text("tidy up")))
     return config, root
-
-
-def _recall(config: Config, **args: Any) -> dict[str, Any]:
-    with Engine(config) as engine:
-        return engine.recall({"scope": "global", **args}, cwd="/")
-
-
-def _paths(config: Config) -> list[str]:
-    return sorted(s.path for s in open_snapshot(config.index_dir).manifest.sessions)
 
 
 def test_a_legacy_file_reads_as_its_imported_rows(tmp_path: Path) -> None:

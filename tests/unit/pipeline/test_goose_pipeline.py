@@ -5,18 +5,17 @@ needs only its ``stages/goose`` folder)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from pipeline.catchup import catch_up
 from pipeline.runner import InlineRunner
 from pipeline.settings import RunSettings
-from query.engine import Engine
 from store.config import Config
 from store.reader import open_snapshot
 from tests.goose_db import GooseDb, request, response, text
 from tests.helpers import PiRoot
+from tests.indexed import global_recall as _recall
 
 WORD = "gossamerquint"
 
@@ -31,11 +30,6 @@ def _db(tmp: Path) -> tuple[Config, GooseDb]:
     db.session("20260101_2", "Other")
     db.message("20260101_2", "user", text("tidy up"))
     return config, db
-
-
-def _recall(config: Config, **args: Any) -> dict[str, Any]:
-    with Engine(config) as engine:
-        return engine.recall({"scope": "global", **args}, cwd="/")
 
 
 @pytest.mark.parametrize("agent", [None, "goose"])

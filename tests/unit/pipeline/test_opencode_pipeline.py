@@ -20,36 +20,22 @@ from stages.opencode.adapter import DATABASE
 from store.config import Config, load_config
 from store.dbsource import read_member
 from store.reader import open_snapshot
-from store.records import SessionState
 from store.writer import StoreWriter
 from tests.helpers import PiRoot
-from tests.opencode_db import OpenCodeDb, text, tool
+from tests.indexed import PLANTED as WORD
+from tests.indexed import global_recall as _recall
+from tests.indexed import plant_opencode
+from tests.indexed import session_state as _state
+from tests.opencode_db import OpenCodeDb, text
 
-WORD = "quixotrellis"
 SETTINGS = RunSettings(workers=1, reconcile_s=3600.0)
 
 
 def _db(tmp: Path) -> tuple[Config, OpenCodeDb]:
     config = PiRoot(tmp).write_config()
     db = OpenCodeDb(tmp / "opencode" / "opencode.db")
-    db.session("ses_main", "Fix the flaky parser")
-    db.user("ses_main", f"why does the {WORD} parser fail?")
-    db.assistant(
-        "ses_main",
-        text("Running the tests."),
-        tool("bash", {"command": "pytest -x"}, output="1 failed", exit=1, call="c1"),
-        tool("bash", {"command": "rg nomatch src"}, output="", exit=1, call="c2"),
-        tool("read", {"filePath": "/work/proj/parser.py"}, output="def parse(): ...", call="c3"),
-    )
-    db.session("ses_other", "Unrelated chores")
-    db.user("ses_other", "tidy the changelog")
-    db.assistant("ses_other", text("Done."))
+    plant_opencode(db)
     return config, db
-
-
-def _recall(config: Config, **args: Any) -> dict[str, Any]:
-    with Engine(config) as engine:
-        return engine.recall({"scope": "global", **args}, cwd="/")
 
 
 def _entries(config: Config, text: str) -> list[dict[str, Any]]:
@@ -64,12 +50,6 @@ def _entries(config: Config, text: str) -> list[dict[str, Any]]:
             else:
                 out.append(h)
     return out
-
-
-def _state(config: Config, path: str) -> SessionState:
-    found = open_snapshot(config.index_dir).session(path)
-    assert found is not None
-    return found
 
 
 def _member(db: OpenCodeDb, sid: str) -> str:

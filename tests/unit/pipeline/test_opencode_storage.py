@@ -6,7 +6,6 @@ OpenCode migrated it, and bound to its files by the same integrity checks as a f
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import blake3
 import pytest
@@ -20,51 +19,28 @@ from stages.opencode.adapter import DATABASE
 from store.config import Config
 from store.dbsource import read_member
 from store.reader import open_snapshot
-from store.records import SessionState
 from store.writer import StoreWriter
 from tests.helpers import PiRoot
-from tests.opencode_db import OpenCodeDb, text, tool
+from tests.indexed import PLANTED as WORD
+from tests.indexed import global_recall as _recall
+from tests.indexed import indexed_paths as _paths
+from tests.indexed import plant_opencode
+from tests.indexed import session_state as _state
+from tests.opencode_db import OpenCodeDb, text
 from tests.opencode_storage import Storage
 
-WORD = "quixotrellis"
 SETTINGS = RunSettings(workers=1, reconcile_s=3600.0)
 
 
 def _tree(tmp: Path) -> tuple[Config, Storage]:
     config = PiRoot(tmp).write_config()
     tree = Storage(tmp / "opencode" / "storage")
-    tree.session("ses_main", "Fix the flaky parser")
-    tree.user("ses_main", f"why does the {WORD} parser fail?")
-    tree.assistant(
-        "ses_main",
-        text("Running the tests."),
-        tool("bash", {"command": "pytest -x"}, output="1 failed", exit=1, call="c1"),
-        tool("bash", {"command": "rg nomatch src"}, output="", exit=1, call="c2"),
-        tool("read", {"filePath": "/work/proj/parser.py"}, output="def parse(): ...", call="c3"),
-    )
-    tree.session("ses_other", "Unrelated chores")
-    tree.user("ses_other", "tidy the changelog")
-    tree.assistant("ses_other", text("Done."))
+    plant_opencode(tree)
     return config, tree
-
-
-def _recall(config: Config, **args: Any) -> dict[str, Any]:
-    with Engine(config) as engine:
-        return engine.recall({"scope": "global", **args}, cwd="/")
-
-
-def _state(config: Config, path: str) -> SessionState:
-    found = open_snapshot(config.index_dir).session(path)
-    assert found is not None
-    return found
 
 
 def _member(tree: Storage, sid: str) -> str:
     return f"{tree.root}#{sid}"
-
-
-def _paths(config: Config) -> list[str]:
-    return sorted(s.path for s in open_snapshot(config.index_dir).manifest.sessions)
 
 
 @pytest.mark.parametrize("agent", [None, "opencode"])
