@@ -30,6 +30,7 @@ from pipeline.discovery import discover, unchanged
 from pipeline.keepout import KeepOut
 from pipeline.resume import PUBLISH_STAGE
 from pipeline.upgrade import FORMAT_CHANGED, detect
+from store import pids
 from store.archive import KEPT, NOT_KEPT, Archive
 from store.checkpoints import CheckpointStore
 from store.config import Config
@@ -143,16 +144,6 @@ def _tree_bytes(root: Path) -> int:
                 continue
     return total
 
-
-def _alive(pid: object) -> bool:
-    if not isinstance(pid, int) or pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
     return True
 
 
@@ -185,7 +176,7 @@ def collect_pipeline(config: Config, now_ns: int | None = None) -> dict[str, Any
     positions.update({name: c.position for name, c in sorted(checkpoints.items())})
     oldest = (now_ns - pending[0].observed_ns) / 1e9 if pending else None
     run = read_run_state(config.index_dir) or {}
-    running = run.get("state") in ("running", "stopping") and _alive(run.get("pid"))
+    running = run.get("state") in ("running", "stopping") and pids.alive(run.get("pid"))
     workers = []
     for child in run.get("children", []):
         beat = child.get("heartbeatAt")

@@ -20,7 +20,7 @@ from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 
-from store import jsonio
+from store import jsonio, pids
 from store.atomic import atomic_write, ensure_dir
 from store.errors import IndexOutdated, SchemaVersionError
 from store.layout import IndexLayout
@@ -41,7 +41,7 @@ class UpgradeMark:
 
     @property
     def alive(self) -> bool:
-        return _alive(self.pid)
+        return pids.alive(self.pid)
 
     def as_dict(self) -> dict[str, object]:
         return {
@@ -101,14 +101,4 @@ def outdated(index_dir: Path, exc: SchemaVersionError) -> IndexOutdated:
     detail = f"record schema {found!r}, this build reads {expected}"
     return IndexOutdated(index_dir, detail, upgrading=mark is not None and mark.alive)
 
-
-def _alive(pid: int) -> bool:
-    if pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
     return True
