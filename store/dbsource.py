@@ -95,9 +95,11 @@ def survey(
     never read, so whoever lists the database must name it rather than call it complete.
     A tree of files or a single session file names its sessions by file name: none left out."""
     if (tree := _tree(db, layout)) is not None:
-        return dbtree.list_tree(db, tree, superseded(db, layout)), 0
+        return dbtree.list_tree(db, tree, superseded(db, layout, busy_ms=busy_ms)), 0
     if layout.single(os.path.basename(db)):
-        return dbsingle.list_single(db, superseded(db, layout, dbsingle.single_id(db))), 0
+        return dbsingle.list_single(
+            db, superseded(db, layout, dbsingle.single_id(db), busy_ms=busy_ms)
+        ), 0
     unnamed = 0
     with _reading(db, busy_ms) as (conn, st):
         first = layout.tables[0]
@@ -125,7 +127,7 @@ def member_times(
     files, without a ``stat`` of every file of every session (``store.dbtree.tree_sessions``);
     otherwise ``survey``'s stamps."""
     if (tree := _tree(db, layout)) is not None:
-        return dbtree.tree_sessions(db, tree, superseded(db, layout)), 0
+        return dbtree.tree_sessions(db, tree, superseded(db, layout, busy_ms=busy_ms)), 0
     stamps, unnamed = survey(db, layout, busy_ms=busy_ms)
     return {sid: stamp[3] for sid, stamp in stamps.items()}, unnamed
 
@@ -135,11 +137,11 @@ def member_stamp(
 ) -> Stamp | None:
     """The stamp *session_id* has now (size -1), None when *db* no longer holds it."""
     if (tree := _tree(db, layout)) is not None:
-        if session_id in superseded(db, layout, session_id):
+        if session_id in superseded(db, layout, session_id, busy_ms=busy_ms):
             return None
         return dbtree.tree_stamp(db, session_id, tree)
     if layout.single(os.path.basename(db)):
-        if session_id in superseded(db, layout, session_id):
+        if session_id in superseded(db, layout, session_id, busy_ms=busy_ms):
             return None
         return dbsingle.single_stamp(db, session_id)
     with _reading(db, busy_ms) as (conn, st):
@@ -158,11 +160,11 @@ def read_member(
     ``FileNotFoundError`` when *db* or the session is gone; ``MemberTooLarge`` when the bytes
     pass *limit* (no more is serialized)."""
     if (tree := _tree(db, layout)) is not None:
-        if session_id in superseded(db, layout, session_id):
+        if session_id in superseded(db, layout, session_id, busy_ms=busy_ms):
             raise FileNotFoundError(member_path(db, session_id))
         return dbtree.read_tree(db, session_id, tree, limit)
     if layout.single(os.path.basename(db)):
-        if session_id in superseded(db, layout, session_id):
+        if session_id in superseded(db, layout, session_id, busy_ms=busy_ms):
             raise FileNotFoundError(member_path(db, session_id))
         return dbsingle.read_single(db, session_id, limit)
     with _reading(db, busy_ms) as (conn, st):
@@ -186,11 +188,14 @@ def read_member(
     return bytes(out), stamp
 
 
-def superseded(folder: str, layout: DbLayout, session_id: str | None = None) -> frozenset[str]:
+def superseded(
+    folder: str, layout: DbLayout, session_id: str | None = None, *, busy_ms: int | None = None
+) -> frozenset[str]:
     """The sessions of the tree (or single-session file) at *folder* a database beside it
     holds (all of them, or *session_id* if it is one): the writer migrated them, so they are
-    read from the database only. A database that cannot be read supersedes nothing (its
-    sessions are unavailable: the older copy still answers)."""
+    read from the database only. A database that cannot be read (also after *busy_ms* waiting
+    for a writer's lock) supersedes nothing (its sessions are unavailable: the older copy
+    still answers)."""
     root = os.path.dirname(folder)
     first = layout.tables[0]
     sql = f"SELECT {_q(first.key)} FROM {_q(first.name)}"
@@ -203,7 +208,7 @@ def superseded(folder: str, layout: DbLayout, session_id: str | None = None) -> 
     except OSError:
         return frozenset()
     for name in names:
-        with suppress(OSError), _reading(os.path.join(root, name)) as (conn, _):
+        with suppress(OSError), _reading(os.path.join(root, name), busy_ms) as (conn, _):
             held.update(r[0] for r in _rows(conn, sql, args) if isinstance(r[0], str))
     return frozenset(held)
 
