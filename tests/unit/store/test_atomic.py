@@ -164,3 +164,25 @@ def test_an_abandoned_batch_leaves_nothing(tmp_path: Path) -> None:
     batch.write(tmp_path / "a", b"x")
     batch.abandon()
     assert os.listdir(tmp_path) == []
+
+
+def test_a_temp_name_left_by_a_crash_is_passed_over(tmp_path: Path) -> None:
+    from store import atomic
+    from store.atomic import DurableBatch
+
+    # Given the temp files a crashed process of this very id left beside a record, under the
+    # names this process would try next
+    start = next(atomic._temp_numbers) + 1
+    stale = [tmp_path / f".rec.{os.getpid()}-{n}.tmp" for n in range(start, start + 3)]
+    for path in stale:
+        path.write_bytes(b"stale")
+    # When the record is written, in a batch and on its own
+    batch = DurableBatch()
+    batch.write(tmp_path / "rec", b"batched")
+    batch.commit()
+    assert (tmp_path / "rec").read_bytes() == b"batched"
+    atomic_write(tmp_path / "rec", b"new")
+    # Then the stale files are left as they were (GC's to collect) and the record is written
+    assert (tmp_path / "rec").read_bytes() == b"new"
+    assert all(p.read_bytes() == b"stale" for p in stale)
+    assert sorted(os.listdir(tmp_path)) == sorted(["rec", *(p.name for p in stale)])
