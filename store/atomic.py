@@ -10,10 +10,12 @@ from __future__ import annotations
 import contextlib
 import itertools
 import os
+import queue
+import threading
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Final, TypeVar
+from typing import Any, Final, TypeVar
 
 T = TypeVar("T")
 
@@ -21,6 +23,7 @@ __all__ = [
     "DIR_MODE",
     "FILE_MODE",
     "DurableBatch",
+    "SyncThreads",
     "atomic_write",
     "ensure_dir",
     "fsync_all",
@@ -70,6 +73,92 @@ def fsync_all(sync: Callable[[T], None], items: Iterable[T]) -> None:
     errors = [e for e in (f.exception() for f in futures) if e is not None]
     if errors:
         raise errors[0]
+
+
+class SyncThreads:
+    """Threads that run ``fsync_all``'s work batch after batch, where ``fsync_all`` starts
+    threads of its own each call. A process committing batch after batch (an index worker:
+    one ``DurableBatch`` of ~24 files per 8 sessions) paid ~8 thread starts each time, on
+    loaded cores ~10 ms of wall time a batch, more than the fsyncs themselves. A thread ends
+    after *idle_s* without work, so a process left idle keeps none behind; a forked child
+    never uses its parent's (it starts its own)."""
+
+    def __init__(self, size: int = _SYNC_THREADS, idle_s: float = 2.0) -> None:
+        self.size = size
+        self.idle_s = idle_s
+        self._reset()
+
+    def _reset(self) -> None:
+        self._pid = os.getpid()
+        self._lock = threading.Lock()
+        self._work: queue.SimpleQueue[tuple[Callable[[Any], None], Any, int, _Done]] = (
+            queue.SimpleQueue()
+        )
+        self._threads = 0
+
+    @property
+    def threads(self) -> int:
+        """How many threads are alive (or about to end) now."""
+        return self._threads
+
+    def run(self, sync: Callable[[T], None], items: Iterable[T]) -> None:
+        """``fsync_all(sync, items)`` on these threads."""
+        todo = list(items)
+        if len(todo) <= 1:
+            fsync_all(sync, todo)
+            return
+        if self._pid != os.getpid():  # forked: the threads (and the lock's holder) stayed behind
+            self._reset()
+        done = _Done(len(todo))
+        with self._lock:
+            for i, item in enumerate(todo):
+                self._work.put((sync, item, i, done))
+            for _ in range(min(len(todo), self.size) - self._threads):
+                threading.Thread(target=self._serve, name="fsync", daemon=True).start()
+                self._threads += 1
+        done.wait()
+
+    def _serve(self) -> None:
+        work, lock = self._work, self._lock
+        while True:
+            try:
+                sync, item, i, done = work.get(timeout=self.idle_s)
+            except queue.Empty:
+                with lock:  # run() queues under the lock: no work is left without a thread
+                    if work.empty():
+                        self._threads -= 1
+                        return
+                continue
+            try:
+                sync(item)
+            except BaseException as exc:  # raised by run(), in the caller's thread
+                done.finish(i, exc)
+            else:
+                done.finish(i, None)
+
+
+class _Done:
+    """The items of one ``SyncThreads.run`` still in flight, and their errors."""
+
+    def __init__(self, n: int) -> None:
+        self._left = n
+        self._lock = threading.Lock()
+        self._event = threading.Event()
+        self._errors: dict[int, BaseException] = {}
+
+    def finish(self, i: int, error: BaseException | None) -> None:
+        with self._lock:
+            if error is not None:
+                self._errors[i] = error
+            self._left -= 1
+            if not self._left:
+                self._event.set()
+
+    def wait(self) -> None:
+        """Until every item is done; then raises the first item's error, as fsync_all."""
+        self._event.wait()
+        if self._errors:
+            raise self._errors[min(self._errors)]
 
 
 def fsync_dir(path: Path) -> None:
@@ -140,8 +229,10 @@ class DurableBatch:
     ``abandon`` (or a failed ``commit``) deletes the temp files that were not renamed.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, threads: SyncThreads | None = None) -> None:
         self._pending: list[tuple[int, str, Path]] = []
+        # the threads to fsync on (None: threads of the commit's own, gone when it is done)
+        self.threads = threads
 
     def __len__(self) -> int:
         return len(self._pending)
@@ -162,7 +253,11 @@ class DurableBatch:
 
     def commit(self) -> None:
         try:
-            fsync_all(os.fsync, [fd for fd, _, _ in self._pending])
+            fds = [fd for fd, _, _ in self._pending]
+            if self.threads is not None:
+                self.threads.run(os.fsync, fds)
+            else:
+                fsync_all(os.fsync, fds)
             while self._pending:
                 fd, tmp, path = self._pending[0]
                 os.replace(tmp, path)
