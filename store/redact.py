@@ -591,12 +591,21 @@ def _back(quotes: list[int], i: int) -> int:
     return i + bisect.bisect_right(quotes, i)
 
 
+# 1 for a UTF-8 continuation byte (0b10xxxxxx), 0 for any other: a character is one byte that
+# is not a continuation byte (a lone surrogate, surrogatepass's 3 bytes, too).
+_CONTINUATION = bytes(int(0x80 <= b < 0xC0) for b in range(256))
+
+
 def _char_offsets(data: bytes, found: list[tuple[int, int, int]]) -> list[tuple[int, int, int]]:
-    """Matches over UTF-8 *data* with byte offsets turned into character offsets."""
+    """Matches over UTF-8 *data* with byte offsets turned into character offsets. A keyword
+    is ASCII, so a match starts at a character and has as many characters as bytes; the
+    characters before it are its bytes less the continuation bytes (counted in C, where
+    decoding each stretch made a string per match)."""
+    marks = data.translate(_CONTINUATION)
     out: list[tuple[int, int, int]] = []
     byte_at = char_at = 0
     for kw, start, end in sorted(found, key=lambda f: f[1]):
-        char_at += len(data[byte_at:start].decode("utf-8", "surrogatepass"))
+        char_at += start - byte_at - marks.count(1, byte_at, start)
         byte_at = start
         out.append((kw, char_at, char_at + (end - start)))
     return out

@@ -85,6 +85,20 @@ def test_no_part_of_a_planted_secret_survives(
     assert R.redact(out) == (out, ())
 
 
+@settings(max_examples=150, deadline=None)
+@given(before=st.text(max_size=60), plant=_PLANTS)
+def test_a_finding_after_wide_characters_spans_the_secret_in_characters(
+    before: str, plant: tuple[str, str]
+) -> None:
+    # keywords are found over UTF-8 bytes; spans come back as character offsets, also after
+    # characters of 2-4 bytes and lone surrogates (3 bytes each, surrogatepass)
+    planted, secret = plant
+    text = before + "\u00e9\u6f22\U0001f600\ud800 " + planted
+    found = R.find(text)
+    assert any(text[f.start : f.end] == secret or secret in text[f.start : f.end] for f in found)
+    assert all(0 <= f.start < f.end <= len(text) for f in found)
+
+
 @settings(max_examples=200, deadline=None)
 @given(st.text(max_size=300))
 def test_redaction_never_crashes_and_is_idempotent(text: str) -> None:
