@@ -259,8 +259,10 @@ def _views(
     # (most sessions) "all" selects what "active" does and gets the very same result.
     if every.selected != active.selected:
         # The records both select are normalized and redacted once, through the memo the
-        # append path keeps across the two modes (stages.rederive); a cache only.
-        memo = EntryMemo()
+        # append path keeps across the two modes (stages.rederive); a cache only. Here it
+        # keeps texts too: Pi's normalizer makes each view's entries anew, and their texts
+        # were scanned for credentials twice (~8 % of the text a build scans).
+        memo = EntryMemo(texts=True)
         normalized = normalize(session, active, job.policy, memo=memo)
         normalized_all = normalize(session, every, job.policy, memo=memo)
     else:
