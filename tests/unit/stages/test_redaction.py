@@ -7,8 +7,8 @@ from pytest import MonkeyPatch
 from stages.normalized import EntryMemo
 from stages.policy import Policy
 from stages.redaction import redact_entries
-from store.redact import Redactor
 from store.records import NormalizedEntry
+from store.redact import Redactor
 from tests.secret_samples import PLANTED
 
 POLICY = Policy()
