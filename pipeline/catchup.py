@@ -7,7 +7,8 @@
         whole builds ─► WorkerPool (worker processes when worth it) ─► SessionEngine
         appends, restamps, deletes, forgets, the archive ─► SessionEngine (as always-on)
         deltas a live run left ─► merged
-    publisher: one generation, its lexicon complete (missing buckets built in the pool)
+    publisher: one generation, its lexicon complete (missing buckets built in the pool;
+        from empty, each as soon as its sessions are: pipeline.early_lexicon)
         ─► publish checkpoint ─► collect garbage
 
 An index another format or derivation wrote is derived again first (pipeline.upgrade): the
