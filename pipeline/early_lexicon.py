@@ -44,7 +44,8 @@ class EarlyBuckets:
         weight: Counter[int] = Counter()
         for path, bucket in self._bucket.items():
             weight[bucket] += sizes[path]
-        self._last = min(weight, key=lambda b: (weight[b], b)) if weight else None
+        # (one bucket: nothing to build before the end, so the order stays biggest first)
+        self._last = min(weight, key=lambda b: (weight[b], b)) if len(weight) > 1 else None
         self._names: dict[int, list[str]] = {b: [] for b in self._left}
         self._off: set[int] = set()
         self._handles: dict[tuple[str, ...], BucketHandle] = {}
@@ -54,7 +55,12 @@ class EarlyBuckets:
         buckets are built by the time the index units run out)."""
         last = self._last
         return sorted(
-            jobs, key=lambda j: (self._bucket.get(j.path, -1) == last, -sizes[j.path], j.path)
+            jobs,
+            key=lambda j: (
+                last is not None and self._bucket.get(j.path) == last,
+                -sizes[j.path],
+                j.path,
+            ),
         )
 
     def built(self, result: JobResult) -> None:

@@ -117,3 +117,11 @@ def test_a_catch_up_from_empty_takes_its_early_buckets_and_publishes_the_same_in
     assert [keeper.digests(s) for s in b.lexicon] == list(
         keeper.plan((), [s for s in b.sessions if s.tier != HOT]).buckets
     )
+
+
+def test_with_one_bucket_the_order_stays_biggest_first() -> None:
+    # (BUCKET_DIGESTS is 256: eight cold sessions make one bucket, built at the end anyway)
+    jobs = [_job(f"/s/{i}.jsonl") for i in range(8)] + [_job("/s/hot.jsonl", HOT)]
+    sizes = {j.path: 100 + (i * 7) % 9 for i, j in enumerate(jobs)}
+    early = EarlyBuckets(_Pool(), Path("/nowhere"), jobs, sizes)  # type: ignore[arg-type]
+    assert early.order(jobs, sizes) == sorted(jobs, key=lambda j: (-sizes[j.path], j.path))
