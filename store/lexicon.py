@@ -242,13 +242,17 @@ def encode_lexicon(digests: Sequence[DigestVocabulary]) -> bytes:
     del joined
     terms = stripped.split(b"\n")
     del stripped
-    # A sorted list: a term's run of postings starts where it differs from the one before.
-    new = list(map(operator.ne, itertools.islice(terms, 1, None), terms))
-    starts = array("Q", [0, *itertools.compress(range(1, len(terms)), new)])
-    distinct = [terms[0], *itertools.compress(itertools.islice(terms, 1, None), new)]
-    starts.append(len(terms))
-    del terms, new
-    counts = array("I", map(operator.sub, itertools.islice(starts, 1, None), starts))
+    # A sorted list: a term's run of postings ends where the next term differs (or at the
+    # end); its count is the distance from the end of the run before.
+    last = list(map(operator.ne, terms, itertools.islice(terms, 1, None)))
+    last.append(True)
+    ends = array("Q", itertools.compress(range(1, len(terms) + 1), last))
+    distinct = list(itertools.compress(terms, last))
+    del terms, last
+    counts = array("I", map(operator.sub, ends, itertools.chain((0,), ends)))
+    starts = array("Q", [0])
+    starts += ends
+    del ends
     for k in range(0, len(distinct), BLOCK_TERMS):
         stop = min(k + BLOCK_TERMS, len(distinct))
         blocks.add(distinct[k:stop], counts[k:stop], postings[starts[k] : starts[stop]])
