@@ -155,7 +155,7 @@ def _check(blob: bytes, name: str) -> None:
 
 
 def _views(digest: DigestVocabulary) -> list[tuple[bytes, int]]:
-    """*digest*'s terms as sorted ``\n``-joined blobs, each with the flags of the views
+    """*digest*'s terms as sorted ``\\n``-joined blobs, each with the flags of the views
     that hold them (checked for control characters)."""
     active, every = digest.active, digest.all_terms
     _check(active, digest.name)
@@ -181,7 +181,7 @@ def _views(digest: DigestVocabulary) -> list[tuple[bytes, int]]:
 
 
 def _tagged(digest: DigestVocabulary, ordinal: int, width: int) -> Iterator[bytes]:
-    """*digest*'s terms as one ``\n``-joined blob per posting tag, each term followed by
+    """*digest*'s terms as one ``\\n``-joined blob per posting tag, each term followed by
     the tag in *width* nibble bytes (see ``encode_lexicon``)."""
     base = ordinal << 2
     for blob, flag in _views(digest):
