@@ -419,7 +419,7 @@ class Redactor:
     """Finds and replaces credentials. Build once per rule set (``redactor``): the
     automaton and the compiled regexes are the expensive part."""
 
-    __slots__ = ("_automaton", "_global", "_keywords", "_memo", "_rules", "fingerprint")
+    __slots__ = ("_automaton", "_global", "_keywords", "_memo", "_narrow", "_rules", "fingerprint")
 
     def __init__(self, disabled: Iterable[str] = ()) -> None:
         off = tuple(sorted(set(disabled)))
@@ -431,6 +431,10 @@ class Redactor:
                 by_keyword.setdefault(kw, []).append(i)
         self._keywords = tuple(tuple(ids) for ids in by_keyword.values())
         self._memo: dict[str, tuple[str, tuple[Finding, ...]]] = {}
+        # Keywords all ASCII and none holding "?": a text's other characters can be one "?"
+        # byte each for the automaton (no keyword match starts, ends or lies in one), so a
+        # match's byte offsets are its character offsets (``_candidates``)
+        self._narrow = all(kw.isascii() and "?" not in kw for kw in by_keyword)
         # Over UTF-8 bytes, as a DFA: several times faster than over str, and a keyword is
         # ASCII, so lowercasing the bytes (ASCII only) finds every case of it.
         self._automaton = ahocorasick_rs.BytesAhoCorasick(
@@ -450,7 +454,12 @@ class Redactor:
     def _candidates(self, text: str) -> dict[int, list[int]] | None:
         """Rule index → the character offsets where its keywords start in *text*, for every
         rule one of whose keywords occurs; ``None`` for no rule."""
-        data = text.encode("utf-8", "surrogatepass").lower()
+        if self._narrow:
+            # one byte per character: ASCII as is, any other character (a lone surrogate
+            # too) a "?", which C writes for the whole run at once; no offset to convert
+            data = text.encode("ascii", "replace").lower()
+        else:
+            data = text.encode("utf-8", "surrogatepass").lower()
         found = self._automaton.find_matches_as_indexes(data, overlapping=True)
         if not found:
             return None
