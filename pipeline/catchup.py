@@ -172,7 +172,7 @@ def catch_up(
         max_pending_events=sys.maxsize,
     )
     clock = time.monotonic
-    with WorkerPool(processes, inline=True) as pool:
+    with WorkerPool(processes, inline=True, prepare=lambda: _warm(config)) as pool:
         mailbox = _Tally(report)
         runner = InlineRunner(
             config,
@@ -232,6 +232,14 @@ def catch_up(
     report.seconds = time.perf_counter() - started
     log.info("index.done", **report.as_dict())
     return report
+
+
+def _warm(config: Config) -> None:
+    """What every worker would load on its first session: loaded once, here, before they
+    are forked (``pipeline.pool``)."""
+    from pipeline.preload import warm  # only a run that starts workers needs it
+
+    warm(policy_of(config))
 
 
 def _pending(journal: Journal, after: int) -> list[tuple[str, str]]:
