@@ -9,7 +9,8 @@ must not keep, and what the child does about it first thing:
   open file description, so a worker holding a copy would keep the index locked after its
   parent let go or died), the other workers' pipes and its own parent end (a worker would
   never see its parent's end close), journal segments, sqlite files. The child closes every
-  descriptor but stdin/stdout/stderr, its end of the pipe and its sentinel.
+  descriptor but stdin/stdout/stderr (and those under ``sys.stdout``/``sys.stderr``), its
+  end of the pipe and its sentinel.
 - the garbage collector's view of the parent's objects: collected in the child, one owning a
   descriptor would close a number the child may have opened again by then. The parent stops
   the collector across the fork and the child freezes (``gc.freeze``) everything it inherited
@@ -136,7 +137,7 @@ def _child(
         signal.set_wakeup_fd(-1)
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         signal.signal(signal.SIGINT, signal.SIG_IGN)
-        _close_all_but({*_STD_STREAMS, conn.fileno(), sentinel})
+        _close_all_but({*_STD_STREAMS, *_stream_fds(), conn.fileno(), sentinel})
         target(conn)
         code = 0
     except SystemExit as exc:
@@ -149,6 +150,16 @@ def _child(
             with contextlib.suppress(Exception):
                 stream.flush()
         os._exit(code)
+
+
+def _stream_fds() -> set[int]:
+    """The descriptors under ``sys.stdout`` and ``sys.stderr`` (logs go there), when they
+    are others than 1 and 2 (output captured or redirected in-process)."""
+    fds = set()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            fds.add(stream.fileno())
+    return fds
 
 
 def _close_all_but(keep: set[int]) -> None:
