@@ -34,8 +34,10 @@ import sys
 import threading
 import traceback
 from collections.abc import Callable
-from multiprocessing.connection import Connection, Pipe, wait
-from typing import Final
+from typing import TYPE_CHECKING, Final
+
+if TYPE_CHECKING:
+    from multiprocessing.connection import Connection
 
 __all__ = ["Forked", "forkable"]
 
@@ -57,6 +59,9 @@ class Forked:
     """
 
     def __init__(self, target: Callable[[Connection], None]) -> None:
+        # deferred: the publisher imports the pool, and starts a worker only for a big lexicon
+        from multiprocessing.connection import Pipe
+
         conn, child_conn = Pipe()
         sentinel, child_sentinel = os.pipe()
         for stream in (sys.stdout, sys.stderr):
@@ -90,6 +95,8 @@ class Forked:
         return self.exitcode is None
 
     def join(self, timeout: float | None = None) -> None:
+        from multiprocessing.connection import wait
+
         if self.exitcode is None and (timeout is None or wait([self.sentinel], timeout)):
             self._reap(block=True)  # its sentinel closed: it has exited, or is about to
 
@@ -117,6 +124,8 @@ class Forked:
         try:
             pid, status = os.waitpid(self.pid, 0 if block else os.WNOHANG)
         except ChildProcessError:
+            from multiprocessing.connection import wait
+
             # Reaped by someone else (SIGCHLD ignored): it has exited once its sentinel
             # says so, with a status no one can know any more.
             if wait([self.sentinel], 0):
