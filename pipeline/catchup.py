@@ -48,7 +48,8 @@ __all__ = ["RunReport", "catch_up", "tty_progress"]
 
 log = structlog.get_logger()
 
-# Below this much source to build, spawning worker processes costs more than it saves.
+# Below this much source to build, worker processes (forked, then fed over pipes) cost more
+# than they save.
 INLINE_BYTES = 8 * 1024 * 1024
 
 Progress = Callable[[int, int, int, int], None]  # done, total, bytes done, bytes total
