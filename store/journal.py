@@ -188,13 +188,7 @@ class FileJournal:
         base = bases[-1]
         path = self.folder / segment_name(base)
         data = path.read_bytes()
-        # Every whole frame's header and checksum, but only the first and the last decoded
-        # (their positions and format): decoding a segment of several MB at each start of the
-        # watcher took tens of milliseconds before it could watch (issue 22 item 11).
-        count, good, last_at = _skip(data, len(data))
-        if count:
-            _scan(data, base, path, limit=1)
-            (last, _), *_ = _scan(data[last_at:good], base + count - 1, path)
+        count, good = _whole_frames(data, base, path)
         fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC)
         if good < len(data):
             os.ftruncate(fd, good)
@@ -202,7 +196,7 @@ class FileJournal:
         self._append_fd = fd
         self._append_base = base
         self._append_size = good
-        self._next = last.position + 1 if count else base
+        self._next = base + count
 
     def _rotate(self) -> None:
         if self._append_fd is not None:
@@ -337,8 +331,8 @@ class FileJournal:
             data = last.read_bytes()
         except FileNotFoundError:
             data = b""
-        frames = _scan(data, bases[-1], last)
-        head = frames[-1][0].position if frames else bases[-1] - 1
+        count, _ = _whole_frames(data, bases[-1], last)
+        head = bases[-1] + count - 1
         return JournalStats(first=bases[0], head=head, segments=len(bases), bytes=total)
 
     def _bases(self) -> list[int]:
@@ -397,6 +391,21 @@ def _skip(data: bytes, count: int) -> tuple[int, int, int]:
         last, offset = offset, end
         frames += 1
     return frames, offset, last
+
+
+def _whole_frames(data: bytes, base: int, path: Path) -> tuple[int, int]:
+    """(how many, their bytes): the whole frames of the segment *data* starting at *base*.
+
+    Every header and checksum is read, but only the first and the last frame decoded (the
+    segment's format, and the positions: dense in between). Decoding a segment of a few MB
+    whole took every process of a start tens of milliseconds before it could watch or index
+    (issue 22 item 11).
+    """
+    count, good, last_at = _skip(data, len(data))
+    if count:
+        _scan(data, base, path, limit=1)
+        _scan(data[last_at:good], base + count - 1, path)
+    return count, good
 
 
 def _scan(

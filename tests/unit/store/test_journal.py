@@ -238,6 +238,9 @@ def test_a_reader_passes_over_the_frames_before_its_position_without_decoding_th
     assert FileJournal(tmp_path).read(after=199) == []
     assert decoded == [0]
     decoded.clear()
+    assert FileJournal(tmp_path).statistics().head == 199
+    assert decoded == [0, 199]  # the first and the last frame: format and head
+    decoded.clear()
     appender = FileJournal(tmp_path, writable=True)  # resumes after the last whole frame
     assert decoded == [0, 199]
     assert appender.append([event(200)])[0].position == 200
