@@ -24,8 +24,9 @@
         ("warm")             its start-up work done (the watcher's first reconcile, an index
                              worker's warming): once every child is, the pipeline is ready
                              (event pipeline.ready; "ready"/"readyAt" in the state file).
-                             Index workers warm only after the watcher's: the changes the
-                             start found go first (the shared flag "watching")
+                             Index workers warm only after the watcher's, once what it
+                             found is published: the changes the start found go first (the
+                             shared flag "watching", children.WarmGate)
         ("crashed", tb)      traceback for the log    ("boot_failed", tb)
         a child exits after "ready"  ─► worker.crashed (with its traceback) ─► restart after a
             capped, doubling backoff. Index workers and the publisher restart as one group:
