@@ -178,4 +178,13 @@ def _close_all_but(keep: set[int]) -> None:
         if fd > low:
             os.closerange(low, fd)
         low = fd + 1
-    os.closerange(low, os.sysconf("SC_OPEN_MAX"))
+    os.closerange(low, _highest_fd() + 1)
+
+
+def _highest_fd() -> int:
+    """The highest descriptor open: where there is no close_range(2), closing up to the limit
+    is one system call per number (a million with a high ``ulimit -n``)."""
+    for folder in ("/proc/self/fd", "/dev/fd"):
+        with contextlib.suppress(OSError, ValueError):
+            return max(int(name) for name in os.listdir(folder))
+    return int(os.sysconf("SC_OPEN_MAX")) - 1
