@@ -7,7 +7,8 @@
         whole builds ─► WorkerPool (worker processes when worth it) ─► SessionEngine
         appends, restamps, deletes, forgets, the archive ─► SessionEngine (as always-on)
         deltas a live run left ─► merged
-    publisher: one generation, its lexicon complete (missing buckets built in the pool)
+    publisher: one generation, its lexicon complete (missing buckets built in the pool;
+        from empty, each as soon as its sessions are: pipeline.early_lexicon)
         ─► publish checkpoint ─► collect garbage
 
 An index another format or derivation wrote is derived again first (pipeline.upgrade): the
@@ -29,6 +30,7 @@ from pathlib import Path
 
 import structlog
 
+from pipeline.early_lexicon import EarlyBuckets
 from pipeline.engine import DELETE, FORGET, Drop, Skip, policy_of
 from pipeline.pool import WorkerPool
 from pipeline.runner import InlineRunner, Mailbox
@@ -114,14 +116,25 @@ class _Builds:
 
     def __init__(self, pool: WorkerPool, report: RunReport, progress: Progress | None) -> None:
         self.pool, self.report, self.progress = pool, report, progress
+        # whether a batch of jobs is the whole backlog of an empty index (set by catch_up)
+        self.from_empty: Callable[[Sequence[Job]], bool] = lambda jobs: False
+        self.early: EarlyBuckets | None = None  # the lexicon buckets built meanwhile
 
     def __call__(self, jobs: Sequence[Job], sizes: Mapping[str, int]) -> Iterator[JobResult]:
-        # Biggest first keeps the pool busy to the end instead of waiting on one straggler.
-        ordered = sorted(jobs, key=lambda j: (-sizes[j.path], j.path))
         total = sum(sizes.values())
         self.pool.inline = total < INLINE_BYTES
+        early = None
+        if self.early is None and not self.pool.inline and self.from_empty(jobs):
+            early = self.early = EarlyBuckets(self.pool, Path(jobs[0].index_dir), jobs, sizes)
+        if early is not None:
+            ordered = early.order(jobs, sizes)
+        else:
+            # Biggest first keeps the pool busy to the end instead of waiting on a straggler.
+            ordered = sorted(jobs, key=lambda j: (-sizes[j.path], j.path))
         done_bytes = 0
         for done, result in enumerate(self.pool.index(ordered, sizes), 1):
+            if early is not None:
+                early.built(result)
             if result.reason == DISK_FULL:
                 # Publishing needs room too: stop, keep what is published, say where.
                 raise DiskFull(Path(ordered[0].index_dir))
@@ -175,12 +188,14 @@ def catch_up(
     clock = time.monotonic
     with WorkerPool(processes, inline=True, prepare=lambda: _warm(config)) as pool:
         mailbox = _Tally(report)
-        runner = InlineRunner(
-            config,
-            settings,
-            mailbox=mailbox,
-            builder=_Builds(pool, report, progress),
-            now_ns=now_ns,
+        builds = _Builds(pool, report, progress)
+        runner = InlineRunner(config, settings, mailbox=mailbox, builder=builds, now_ns=now_ns)
+        # The cold set the publisher plans is the backlog's cold jobs when the index is
+        # empty and the batch holds every eligible file (pipeline.early_lexicon).
+        builds.from_empty = lambda jobs: (
+            upgrade is None
+            and not runner.publisher.sessions
+            and len(jobs) == len(runner.watcher.view)
         )
         try:
             with runner.writer.lock():
@@ -207,7 +222,7 @@ def catch_up(
                 worker.fold_deltas()
 
                 def segments(todo: list[tuple[str, ...]]) -> list[str]:
-                    return _segments(pool, config.index_dir, todo, report)
+                    return _segments(pool, config.index_dir, todo, report, builds.early)
 
                 generation = runner.publisher.finish(clock(), segments, first=True)
                 pool.close()
@@ -262,12 +277,20 @@ def _records(state: SessionState | None) -> tuple[str, ...]:
 
 
 def _segments(
-    pool: WorkerPool, index_dir: Path, todo: list[tuple[str, ...]], report: RunReport
+    pool: WorkerPool,
+    index_dir: Path,
+    todo: list[tuple[str, ...]],
+    report: RunReport,
+    early: EarlyBuckets | None,
 ) -> list[str]:
-    # in worker processes when the sessions were built in them (the pool is up already)
-    built = pool.build_buckets(index_dir, todo)
-    report.bytes_written += sum(size for _, size in built)
-    return [name for name, _ in built]
+    # in worker processes when the sessions were built in them (the pool is up already);
+    # a bucket built while the backlog's last sessions were indexed is taken as it is
+    handles = {b: h for b in todo if early is not None and (h := early.take(b)) is not None}
+    rest = [b for b in todo if b not in handles]
+    built = dict(zip(rest, pool.build_buckets(index_dir, rest), strict=True))
+    built.update((b, h.get()) for b, h in handles.items())
+    report.bytes_written += sum(size for _, size in built.values())
+    return [built[b][0] for b in todo]
 
 
 def tty_progress(stream: object = sys.stderr) -> Progress | None:

@@ -36,6 +36,7 @@ __all__ = [
     "LexiconKeeper",
     "LexiconPlan",
     "bucket_count",
+    "bucket_of",
     "build_bucket",
     "vocabulary_from_record",
 ]
@@ -59,6 +60,11 @@ def bucket_count(digests: int) -> int:
 def _path_hash(path: str) -> int:
     digest = blake3.blake3(path.encode("utf-8", "surrogatepass")).digest()
     return int.from_bytes(digest[:4], "big")
+
+
+def bucket_of(path: str, count: int) -> int:
+    """The bucket (of *count*) the session at *path* falls in."""
+    return _path_hash(path) % count
 
 
 def vocabulary_from_record(writer: StoreWriter) -> VocabularySource:

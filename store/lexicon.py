@@ -149,31 +149,58 @@ class _Blocks:
         return data
 
 
+def _check(blob: bytes, name: str) -> None:
+    if len(blob) - len(blob.translate(None, _CONTROL)) != blob.count(b"\n"):
+        raise ValueError(f"a term of {name} holds a control character")
+
+
+def _views(digest: DigestVocabulary) -> list[tuple[bytes, int]]:
+    """*digest*'s terms as sorted ``\\n``-joined blobs, each with the flags of the views
+    that hold them (checked for control characters)."""
+    active, every = digest.active, digest.all_terms
+    _check(active, digest.name)
+    if every is None or every == active:
+        return [(active, _BOTH)]
+    # A branched session: a term may be in one view only (the all view's vocabulary can
+    # also be the one a size cap cut). Filtering a sorted list keeps it sorted, so each
+    # group is sorted with no sort, and set lookups keep it at C speed.
+    _check(every, digest.name)
+    active_terms, every_terms = _split(active), _split(every)
+    only_all = list(itertools.filterfalse(set(active_terms).__contains__, every_terms))
+    if len(active_terms) + len(only_all) == len(every_terms):
+        # (the usual case) every active term is in the all view too: both hold all of them
+        return [(active, _BOTH), (b"\n".join(only_all), IN_ALL)]
+    in_every = set(every_terms).__contains__
+    both = list(filter(in_every, active_terms))
+    only_active = list(itertools.filterfalse(in_every, active_terms))
+    return [
+        (b"\n".join(both), _BOTH),
+        (b"\n".join(only_all), IN_ALL),
+        (b"\n".join(only_active), IN_ACTIVE),
+    ]
+
+
 def _tagged(digest: DigestVocabulary, ordinal: int, width: int) -> Iterator[bytes]:
     """*digest*'s terms as one ``\\n``-joined blob per posting tag, each term followed by
     the tag in *width* nibble bytes (see ``encode_lexicon``)."""
     base = ordinal << 2
-    if digest.all_terms is None or digest.all_terms == digest.active:
-        groups = [(digest.active, base | _BOTH)]
-    else:
-        # A branched session: a term may be in one view only (the all view's vocabulary can
-        # also be the one a size cap cut). Set algebra keeps this at C speed.
-        active, every = set(_split(digest.active)), set(_split(digest.all_terms))
-        groups = [
-            (b"\n".join(sorted(group)), base | flag)
-            for group, flag in (
-                (active & every, _BOTH),
-                (every - active, IN_ALL),
-                (active - every, IN_ACTIVE),
-            )
-        ]
-    for blob, tag in groups:
+    for blob, flag in _views(digest):
         if not blob:
             continue
-        if len(blob) - len(blob.translate(None, _CONTROL)) != blob.count(b"\n"):
-            raise ValueError(f"a term of {digest.name} holds a control character")
+        tag = base | flag
         suffix = bytes(_NIBBLE | (tag >> shift) & 0xF for shift in range(4 * width - 4, -4, -4))
         yield blob.replace(b"\n", suffix + b"\n") + suffix
+
+
+def _postings(tags: bytes, width: int) -> array[int]:
+    """The big-endian tags (*width* nibbles each) as u32 postings: 16-bit ones are widened
+    by slice assignment (``array("I", array("H", …))`` goes through an int per posting)."""
+    if width == 8:
+        return _from_be("I", tags)
+    wide = bytearray(2 * len(tags))
+    wide[0::4] = tags[1::2]
+    wide[1::4] = tags[0::2]
+    return _from_le("I", bytes(wide))
 
 
 def _joined(lines: list[bytes]) -> bytes:
@@ -209,19 +236,23 @@ def encode_lexicon(digests: Sequence[DigestVocabulary]) -> bytes:
     joined = _joined(pairs)
     del pairs
     tags = bytes.fromhex(joined.translate(_NIBBLE_HEX, _NOT_NIBBLE).decode("ascii"))
-    postings = array("I", _from_be("H" if width == 4 else "I", tags))
+    postings = _postings(tags, width)
     del tags
     stripped = joined.translate(None, _NIBBLES)
     del joined
     terms = stripped.split(b"\n")
     del stripped
-    # A sorted list: a term's run of postings starts where it differs from the one before.
-    new = list(map(operator.ne, itertools.islice(terms, 1, None), terms))
-    starts = array("Q", [0, *itertools.compress(range(1, len(terms)), new)])
-    distinct = [terms[0], *itertools.compress(itertools.islice(terms, 1, None), new)]
-    starts.append(len(terms))
-    del terms, new
-    counts = array("I", map(operator.sub, itertools.islice(starts, 1, None), starts))
+    # A sorted list: a term's run of postings ends where the next term differs (or at the
+    # end); its count is the distance from the end of the run before.
+    last = list(map(operator.ne, terms, itertools.islice(terms, 1, None)))
+    last.append(True)
+    ends = array("Q", itertools.compress(range(1, len(terms) + 1), last))
+    distinct = list(itertools.compress(terms, last))
+    del terms, last
+    counts = array("I", map(operator.sub, ends, itertools.chain((0,), ends)))
+    starts = array("Q", [0])
+    starts += ends
+    del ends
     for k in range(0, len(distinct), BLOCK_TERMS):
         stop = min(k + BLOCK_TERMS, len(distinct))
         blocks.add(distinct[k:stop], counts[k:stop], postings[starts[k] : starts[stop]])
