@@ -3,8 +3,7 @@
 ::
 
     accept loop (main thread, 0.5 s ticks) ── per connection: a thread reading frames
-         │  tick (and once at start): CURRENT moved? → refresh + warm the hot index on the
-         │        engine thread
+         │  tick: CURRENT moved? → refresh + warm the hot index on the engine thread
          │        drain the engine's change feed (so the kernel's event queue stays short)
          │        socket file gone (index folder deleted)? → bind it again
          ▼
@@ -204,11 +203,6 @@ class QueryServer:
         if self._listener is None:
             self.start()
         try:
-            # At once, not a tick from now: a server just started (beside `pipeline run`, at
-            # login) would otherwise load the index on its first request, which waited for
-            # it (issue 22 item 11: the first append after start-up).
-            if not self._stop.is_set():
-                self._tick()
             while not self._stop.is_set():
                 assert self._listener is not None
                 try:
