@@ -50,7 +50,8 @@ __all__ = ["RunReport", "catch_up", "tty_progress"]
 
 log = structlog.get_logger()
 
-# Below this much source to build, spawning worker processes costs more than it saves.
+# Below this much source to build, worker processes (forked, then fed over pipes) cost more
+# than they save.
 INLINE_BYTES = 8 * 1024 * 1024
 
 Progress = Callable[[int, int, int, int], None]  # done, total, bytes done, bytes total
@@ -185,7 +186,7 @@ def catch_up(
         max_pending_events=sys.maxsize,
     )
     clock = time.monotonic
-    with WorkerPool(processes, inline=True) as pool:
+    with WorkerPool(processes, inline=True, prepare=lambda: _warm(config)) as pool:
         mailbox = _Tally(report)
         builds = _Builds(pool, report, progress)
         runner = InlineRunner(config, settings, mailbox=mailbox, builder=builds, now_ns=now_ns)
@@ -247,6 +248,14 @@ def catch_up(
     report.seconds = time.perf_counter() - started
     log.info("index.done", **report.as_dict())
     return report
+
+
+def _warm(config: Config) -> None:
+    """What every worker would load on its first session: loaded once, here, before they
+    are forked (``pipeline.pool``)."""
+    from pipeline.preload import warm  # only a run that starts workers needs it
+
+    warm(policy_of(config))
 
 
 def _pending(journal: Journal, after: int) -> list[tuple[str, str]]:

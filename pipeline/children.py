@@ -12,8 +12,9 @@ before) and is handed the config, the settings, shared flags and its end of a pi
    ``("boot_failed", traceback)`` and exits with ``EXIT_BOOT``;
 4. runs ``loop_once`` until told to stop, beating its heartbeat and sending ``("stats", …)``
    once a second, and ``("warm", pid)`` once its start-up work is done (the watcher's first
-   reconcile, an index worker's warming: ``warm()``); a crash sends ``("crashed", traceback)``
-   before the process exits.
+   reconcile, an index worker's warming: ``warm()``, begun once the changes the start found
+   are published: ``WarmGate``); a crash sends ``("crashed", traceback)`` before the process
+   exits.
 """
 
 from __future__ import annotations
@@ -56,6 +57,7 @@ __all__ = [
     "Flag",
     "Shared",
     "Stopping",
+    "WarmGate",
     "child_main",
 ]
 
@@ -66,6 +68,8 @@ EXIT_ORPHANED: Final = 4
 # The index's disk is full: not a crash of the child's; the supervisor waits for room.
 EXIT_DISK_FULL: Final = 75  # EX_TEMPFAIL
 _STATS_EVERY_S: Final = 1.0
+# An index worker's warming waits at most this long for the start's changes to be published.
+_WARM_WAIT_S: Final = 2.0
 _LOCK_WAIT_S: Final = 30.0
 _PR_SET_PDEATHSIG: Final = 1
 
@@ -384,13 +388,16 @@ class _IndexRole:
             quarantine={q.path: q for q in spec.quarantine},
         )
         self.worker.boot()
-        self._watching = shared.watching
+        self._gate = WarmGate(
+            shared.watching,
+            lambda: self.journal.head(),
+            lambda: max(int(shared.published.value), self.worker.position_at_boot),
+        )
         self._planned = False
         self.wake = _Semaphore(shared.wakes[0]) if shared.wakes else None
 
     def loop_once(self, now: float) -> bool:
-        if not self._planned and (self._watching is None or self._watching.is_set()):
-            # the journal holds the start's changes by now, and loop_once reads it first
+        if not self._planned and self._gate.open(now):
             self._planned = True
             self.worker.plan_warm()
         return self.worker.loop_once(now)
@@ -404,6 +411,34 @@ class _IndexRole:
     def close(self) -> None:
         self.worker.flush(time.monotonic())
         self.journal.close()
+
+
+class WarmGate:
+    """When an index worker that just started may begin warming (``IndexWorker.plan_warm``).
+
+    Once the watcher has journaled what changed before the start (the shared flag
+    ``watching``), and that much is published (or ``_WARM_WAIT_S`` passed since): warming
+    builds sessions whole, on the CPUs the start's own changes (an append made while the
+    pipeline started, the first one a user waits on) need to be indexed and published first
+    (issue 22 item 11). Every worker waits, not only the one that owns a change.
+    """
+
+    def __init__(
+        self, watching: Flag | None, head: Callable[[], int], published: Callable[[], int]
+    ) -> None:
+        self._watching = watching
+        self._head = head  # the journal's last position
+        self._published = published  # the last position published
+        self._until: int | None = None
+        self._deadline = 0.0
+
+    def open(self, now: float) -> bool:
+        if self._watching is not None and not self._watching.is_set():
+            return False
+        if self._until is None:
+            self._until = self._head()  # the start's changes are journaled by now
+            self._deadline = now + _WARM_WAIT_S
+        return self._published() >= self._until or now >= self._deadline
 
 
 class _PublisherRole:

@@ -1,8 +1,12 @@
-"""The catch-up run's worker processes: spawned once, used for every batch and the lexicon.
+"""The catch-up run's worker processes: started once, used for every batch and the lexicon.
 
-Spawning a pool and importing the stages in it costs a few hundred milliseconds, so a run
-spawns one at the first work worth it and keeps it for every batch of sessions and then for
-the cold lexicon's buckets. Small runs never spawn: the work is done in this process.
+A run starts its workers at the first work worth it and keeps them for every batch of
+sessions and then for the cold lexicon's buckets. Small runs start none: the work is done in
+this process. Workers are forked from this process (``pipeline.forked``), after it warmed
+what they use (*prepare*, e.g. ``pipeline.preload.warm``): a worker then costs a fork, not
+an interpreter importing every module and compiling the credential rules again (issue 14).
+A process with other threads running spawns them instead (a fork copies locks those threads
+hold), as the publisher's background lexicon builds do beside their heartbeat thread.
 
 ::
 
@@ -37,6 +41,7 @@ from typing import Any, Final
 import structlog
 
 from pipeline.exits import describe_exit
+from pipeline.forked import Forked, forkable
 from pipeline.lexicon import build_bucket
 from pipeline.session_job import Job, JobResult, index_session, index_sessions
 from store.errors import DiskFull, is_disk_full
@@ -158,7 +163,9 @@ class WorkerPool:
     """Index jobs and lexicon buckets, in worker processes unless *inline*.
 
     *index_unit* and *build_bucket* are what a worker runs for one message of jobs and for
-    one bucket (module-level functions, imported by name in the worker).
+    one bucket (module-level functions: a spawned worker imports them by name). *prepare*
+    runs once in this process before its first worker is forked: what it warms, every
+    worker has.
     """
 
     def __init__(
@@ -168,11 +175,13 @@ class WorkerPool:
         *,
         index_unit: IndexUnit = index_sessions,
         build_bucket: BuildBucket = build_bucket,
+        prepare: Callable[[], None] | None = None,
     ) -> None:
         self.workers = max(1, processes or os.cpu_count() or 1)
         self.inline = inline
         self.index_unit = index_unit
         self.build_bucket = build_bucket
+        self._prepare = prepare
         self._ctx: Any = None
         self._running: list[_Worker] = []
         self._queue: deque[_Task] = deque()
@@ -284,7 +293,7 @@ class WorkerPool:
         busy = [w for w in self._running if w.tasks]
         if not busy:
             return False
-        from multiprocess.connection import wait
+        from multiprocessing.connection import wait  # any object with a fileno(), or an fd
 
         waitables = [w.conn for w in busy] + [w.process.sentinel for w in busy]
         ready = set(wait(waitables, timeout))
@@ -298,7 +307,7 @@ class WorkerPool:
             return
         if not self._running:
             for _ in range(self.workers):
-                self._running.append(self._spawn())
+                self._running.append(self._start())
         for worker in list(self._running):
             if not worker.tasks and not worker.process.is_alive():
                 worker = self._bury(worker)  # it died idle: only its replacement gets work
@@ -311,7 +320,13 @@ class WorkerPool:
                     break
                 worker.tasks.append(task)
 
-    def _spawn(self) -> _Worker:
+    def _start(self) -> _Worker:
+        if forkable():
+            if self._prepare is not None:
+                prepare, self._prepare = self._prepare, None
+                prepare()
+            process = Forked(_serve)  # looked up now: tests replace it
+            return _Worker(process, process.conn)
         if self._ctx is None:
             import multiprocess  # deferred: spawning costs nothing until there is real work
 
@@ -360,6 +375,7 @@ class WorkerPool:
         worker.process.join()
         how = describe_exit(worker.process.exitcode)
         worker.conn.close()
+        worker.process.close()
         self._running.remove(worker)
         if not worker.up:
             # It died starting: its task is not to blame and goes first again.
@@ -373,7 +389,7 @@ class WorkerPool:
             if task is not None:
                 task.deaths += 1
                 task.on_died(task, how)
-        replacement = self._spawn()
+        replacement = self._start()
         self._running.append(replacement)
         return replacement
 
@@ -396,6 +412,7 @@ class WorkerPool:
                 worker.process.terminate()
                 worker.process.join()
             worker.conn.close()
+            worker.process.close()
         self._queue.clear()
 
     def terminate(self) -> None:

@@ -1,4 +1,6 @@
-"""What the supervisor loads once, before it forks any child (``pipeline.supervisor``).
+"""What the supervisor loads once, before it forks an index worker or the publisher
+(``pipeline.supervisor``; the watcher needs none of it), and a catch-up before it forks its
+pool's workers (``pipeline.pool``).
 
 A child would otherwise pay for these on its first session, so the first append after
 start-up waited on them (issue 22 item 11): each agent's adapter modules, imported on first

@@ -9,10 +9,13 @@
                  `pipeline run --once` does (pipeline.upgrade): one generation, published
                  whole, before any child starts (so no child publishes a partial one)
       fork ("fork" context; pipeline.children): this process imports the children's modules
-      and warms them (pipeline.preload) before it forks any child, so a (re)start costs a
-      fork, not an interpreter per child importing everything on loaded cores (issue 22
-      item 11: that made the first append after start-up take seconds). This process never
-      starts a thread, so a fork never copies a lock some other thread held.
+      and warms them (pipeline.preload) before it forks the children that use them, so a
+      (re)start costs a fork, not an interpreter per child importing everything on loaded
+      cores (issue 22 item 11: that made the first append after start-up take seconds).
+      The watcher needs none of the warming (credential rules): it is forked first, and its
+      first scan runs while this process compiles the rules for the index workers and the
+      publisher, forked next. This process never starts a thread, so a fork never copies a
+      lock some other thread held.
 
           watcher ──► journal ◄── index-0 … index-(n-1) ══ bounded Queue ══► publisher
 
@@ -21,8 +24,9 @@
         ("warm")             its start-up work done (the watcher's first reconcile, an index
                              worker's warming): once every child is, the pipeline is ready
                              (event pipeline.ready; "ready"/"readyAt" in the state file).
-                             Index workers warm only after the watcher's: the changes the
-                             start found go first (the shared flag "watching")
+                             Index workers warm only after the watcher's, once what it
+                             found is published: the changes the start found go first (the
+                             shared flag "watching", children.WarmGate)
         ("crashed", tb)      traceback for the log    ("boot_failed", tb)
         a child exits after "ready"  ─► worker.crashed (with its traceback) ─► restart after a
             capped, doubling backoff. Index workers and the publisher restart as one group:
@@ -149,14 +153,6 @@ class ProcessSupervisor:
         self.settings = settings
         self.log_json = log_json
         self.log_level = log_level
-        # Children are forked from this process, warm (see the module docstring). Importing
-        # pipeline.preload warms the adapters and credential rules once, here; deferred like
-        # multiprocess, since `pipeline status` imports this module.
-        from pipeline.engine import policy_of
-        from pipeline.preload import warm
-
-        warm(policy_of(config))  # this config's rule set too: a child then builds no redactor
-
         self.ctx = multiprocess.get_context("fork")
         self.layout = IndexLayout(config.index_dir)
         self.stop_work = Flag(self.ctx.Value("b", 0, lock=False))
@@ -205,6 +201,7 @@ class ProcessSupervisor:
                     # from the last run's state: these files are unchanged since
                     log.warning("quarantine.restored", paths=sorted(self.quarantine.held()))
                 self._start_group(_WATCH)
+                self._warm()  # while the watcher scans
                 self._start_group(_INDEX)
                 while True:
                     if self._signal is not None:
@@ -239,6 +236,16 @@ class ProcessSupervisor:
         self._ready_ns = time.time_ns()
         self._state_dirty = True
         log.info("pipeline.ready", seconds=round((self._ready_ns - self._started_ns) / 1e9, 3))
+
+    def _warm(self) -> None:
+        """Load what an index worker would otherwise load on its first session, once, here,
+        before it is forked (see the module docstring). Importing pipeline.preload warms the
+        adapters and the default credential rules; deferred like multiprocess, since
+        `pipeline status` imports this module."""
+        from pipeline.engine import policy_of
+        from pipeline.preload import warm
+
+        warm(policy_of(self.config))  # this config's rule set too: a child builds no redactor
 
     def _preflight(self) -> None:
         """Fail at once (StoreLocked) if another writer runs; wait a little for a previous

@@ -144,6 +144,7 @@ class IndexWorker:
         )
         self.checkpoints = CheckpointStore(IndexLayout(config.index_dir).checkpoints)
         self.position = -1
+        self.position_at_boot = -1
         self.states: dict[str, SessionState] = {}
         # the paths of states with deltas: what merges look at (not every session, per loop)
         self._deltas: set[str] = set()
@@ -186,6 +187,7 @@ class IndexWorker:
                     self._note_waiting(s)
             self.skipped = {k.path: k for k in manifest.skipped if self.owns(k.path)}
         self.position = resume_after(self.config.index_dir, self.journal)
+        self.position_at_boot = self.position  # published already when this worker started
         self._checkpointed = self.position
         # The events not yet published place their sessions in the hot set too: a backlog
         # (a catch-up, a restart after a while) is tiered once, not batch by batch.

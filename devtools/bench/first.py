@@ -7,21 +7,35 @@ short steady run of appends, and the pipeline is stopped. Prints each round, the
 and max of the first appends beside the steady p95s of the same rounds and the start-up
 times, and one JSON object last.
 
+With ``--while-starting`` a round is the issue's own case instead: ``query serve`` and
+``pipeline run`` are started together over the built index (as at login); as soon as a recall
+answers (through the server, or in-process while none answers yet), one entry is appended to
+the newest session and timed until a recall finds it, while both are still starting. Each
+round reports when the recall first answered (``answer_ms``, from the spawn) and the append's
+latency (``first_ms``); both processes are stopped after it.
+
     python -m devtools.bench.first [--rounds 5] [--sessions 100] [--count 40] [--work DIR]
+    python -m devtools.bench.first --while-starting [--rounds 7] [--sessions 100]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import random
+import signal
 import statistics
+import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
 from devtools.bench.cli import _bin, _build, _fresh_ours, _fresh_sessions, _Serve
-from devtools.bench.corpus import ensure_corpus, write_config
+from devtools.bench.corpus import append_entry, canary_term, ensure_corpus, write_config
+from devtools.bench.fresh import KINDS, POLL_PAUSE_S
 
 
 def main() -> int:
@@ -33,6 +47,11 @@ def main() -> int:
     p.add_argument("--rate", type=float, default=5.0)
     p.add_argument("--seed", type=int, default=7)
     p.add_argument("--work", type=Path)
+    p.add_argument(
+        "--while-starting",
+        action="store_true",
+        help="append while query serve and pipeline run are still starting (see above)",
+    )
     ns = p.parse_args()
     work = (ns.work or Path(tempfile.gettempdir()) / "sessiondex-first").resolve()
     work.mkdir(parents=True, exist_ok=True)
@@ -41,6 +60,8 @@ def main() -> int:
     write_config(cfg, corpus, index)
     _build(cfg, index, None)
     sessions = _fresh_sessions(corpus, manifest)
+    if ns.while_starting:
+        return _while_starting(cfg, sessions[0], ns.rounds)
     notes: list[str] = []
     serve = _Serve.start(cfg, index, notes)
     fresh = argparse.Namespace(fresh_rate=ns.rate, fresh_count=ns.count)
@@ -72,6 +93,85 @@ def main() -> int:
         "steady_p95_ms": p95s,
         "steady_p95_median_ms": statistics.median(p95s) if p95s else None,
         "notes": notes,
+    }
+    sys.stdout.write(json.dumps(summary) + "\n")
+    return 0
+
+
+def _while_starting(cfg: Path, session: list[str], rounds: int) -> int:
+    """The first append while everything starts (see the module docstring)."""
+    from query.transport import Backend  # imported before the spawn: not billed to the round
+    from store.config import load_config
+    from store.errors import StoreError
+
+    config = load_config(str(cfg))
+    catch_up = [_bin("pipeline"), "run", "--once", "--config", str(cfg), "--quiet"]
+    results: list[dict[str, Any]] = []
+    for n in range(rounds):
+        subprocess.run(catch_up, check=True)  # the last round's append is in, its merge done
+        backend = Backend(config)  # as a user's client: the server, else in-process
+        rng = random.Random(os.urandom(16))
+
+        def search(term: str, backend: Backend = backend) -> bool | None:
+            """Whether *term* is found; None while nothing answers."""
+            try:
+                return bool(backend.recall({"query": term, "scope": "global"}, cwd="/")["hits"])
+            except (StoreError, OSError):
+                return None
+
+        spawned = time.perf_counter()
+        procs = [
+            subprocess.Popen(
+                [_bin(name), *argv, "--config", str(cfg), "--quiet"],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+            for name, argv in (("query", ["serve"]), ("pipeline", ["run"]))
+        ]
+        try:
+            while search(canary_term(rng)) is None:
+                if time.perf_counter() - spawned > 60:
+                    raise SystemExit("no recall answered within 60 s of the start")
+                time.sleep(POLL_PAUSE_S)
+            answered = time.perf_counter()
+            path, agent = session
+            term = canary_term(rng)
+            append_entry(Path(path), agent, KINDS.get(agent, ("user",))[0], f"first note {term}")
+            appended = time.perf_counter()
+            while not search(term):
+                if time.perf_counter() - appended > 60:
+                    break
+                time.sleep(POLL_PAUSE_S)
+            found = time.perf_counter()
+        finally:
+            for proc in procs:
+                proc.send_signal(signal.SIGTERM)
+            for proc in procs:
+                proc.wait(timeout=30)
+            backend.close()
+        missed = found - appended > 60
+        result = {
+            "answer_ms": round((answered - spawned) * 1000, 1),
+            "first_ms": None if missed else round((found - appended) * 1000, 1),
+            "served_by": backend.served_by,
+        }
+        results.append(result)
+        sys.stderr.write(
+            f"round {n + 1}: a recall answered {result['answer_ms']} ms after the start, "
+            f"the append found {result['first_ms']} ms after it ({result['served_by']})\n"
+        )
+    firsts = [r["first_ms"] for r in results if r["first_ms"] is not None]
+    answers = [r["answer_ms"] for r in results]
+    summary = {
+        "pipeline": _bin("pipeline"),
+        "case": "while-starting",
+        "rounds": len(results),
+        "first_missed": sum(1 for r in results if r["first_ms"] is None),
+        "first_median_ms": statistics.median(firsts) if firsts else None,
+        "first_max_ms": max(firsts) if firsts else None,
+        "first_ms": firsts,
+        "answer_median_ms": statistics.median(answers),
+        "answer_ms": answers,
     }
     sys.stdout.write(json.dumps(summary) + "\n")
     return 0

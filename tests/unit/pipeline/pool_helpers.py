@@ -78,3 +78,17 @@ def bucket_raises_once(index_dir: str, digests: tuple[str, ...]) -> tuple[str, i
         marker.touch()
         raise OSError(28, "No space left on device")
     return build_bucket(index_dir, digests)
+
+
+WARMED: list[str] = []  # what the pool's prepare loaded in the parent, before its forks
+
+
+def warm() -> None:
+    WARMED.append("warm")
+
+
+def index_if_warm(jobs: Sequence[Job]) -> list[JobResult]:
+    """Index the jobs in a worker that has what ``warm`` loaded in its parent, else raise."""
+    if WARMED != ["warm"]:
+        raise RuntimeError(f"a cold worker: {WARMED}")
+    return index_sessions(jobs)

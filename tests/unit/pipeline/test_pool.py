@@ -3,17 +3,24 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import shutil
+import signal
+import subprocess
+import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import psutil
 import pytest
 
 import pipeline.pool
 from devtools.corpus import generate
 from pipeline.exits import describe_exit
+from pipeline.forked import Forked
 from pipeline.lexicon import LexiconKeeper, build_bucket
 from pipeline.pool import BackgroundBuilds, TaskFailed, WorkerDied, WorkerPool
 from pipeline.session_job import Job
@@ -252,8 +259,6 @@ def test_a_single_session_is_indexed_in_a_worker_too(corpus: list[Path], tmp_pat
 def test_a_worker_that_died_idle_is_replaced_before_it_gets_work(
     corpus: list[Path], tmp_path: Path
 ) -> None:
-    import os
-    import signal
 
     healthy = _healthy(corpus)
     jobs, sizes = _jobs(healthy, tmp_path / "index")
@@ -266,3 +271,92 @@ def test_a_worker_that_died_idle_is_replaced_before_it_gets_work(
         assert idle not in [w.process for w in pool._running]
     assert sorted(r.path for r in again) == sorted(sizes)
     assert all(r.state is not None and r.reason is None for r in again)
+
+
+def test_workers_are_forked_after_the_parent_warmed_once(
+    corpus: list[Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+
+    monkeypatch.setattr(pool_helpers, "WARMED", [])
+    jobs, sizes = _jobs(_healthy(corpus), tmp_path / "index")
+    with WorkerPool(
+        2, inline=False, index_unit=pool_helpers.index_if_warm, prepare=pool_helpers.warm
+    ) as pool:
+        assert all(r.state is not None and r.reason is None for r in pool.index(jobs, sizes))
+        assert all(isinstance(w.process, Forked) for w in pool._running)
+        os.kill(pool._running[0].process.pid, signal.SIGKILL)  # its replacement: warm too
+        again = list(pool.index(jobs, sizes))
+    assert all(r.state is not None and r.reason is None for r in again)
+    assert pool_helpers.WARMED == ["warm"]  # once, in this process: a fork copies it
+
+
+def test_a_process_running_threads_spawns_its_workers(corpus: list[Path], tmp_path: Path) -> None:
+
+    jobs, sizes = _jobs(_healthy(corpus), tmp_path / "index")
+    stop = threading.Event()
+    thread = threading.Thread(target=stop.wait, name="heartbeat")  # as the publisher's
+    thread.start()
+    try:
+        with WorkerPool(2, inline=False) as pool:
+            results = list(pool.index(jobs, sizes))
+            assert not any(isinstance(w.process, Forked) for w in pool._running)
+    finally:
+        stop.set()
+        thread.join()
+    assert sorted(r.path for r in results) == sorted(sizes)
+    assert all(r.state is not None and r.reason is None for r in results)
+
+
+_ORPHANS = """
+import os, signal, sys
+from pipeline.pool import WorkerPool
+from pipeline.session_job import Job
+from stages.policy import Policy
+from store.writer import StoreWriter
+
+index, *paths = sys.argv[1:]
+pool = WorkerPool(2, inline=False)
+with StoreWriter(index).lock():
+    jobs = [Job(p, "pi", "cold", Policy(), index) for p in paths]
+    assert all(r.state is not None for r in pool.index(jobs, {p: 1 for p in paths}))
+    print(" ".join(str(w.process.pid) for w in pool._running), flush=True)
+    os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+def test_workers_end_with_their_parent_and_release_its_lock(
+    corpus: list[Path], tmp_path: Path
+) -> None:
+
+    index = tmp_path / "index"
+    root = Path(__file__).resolve().parents[3]
+    run = subprocess.run(
+        [sys.executable, "-c", _ORPHANS, str(index), *map(str, _healthy(corpus))],
+        capture_output=True,
+        text=True,
+        cwd=root,
+        timeout=120,
+        check=False,
+    )
+    assert run.returncode == -9, run.stderr
+    pids = [int(p) for p in run.stdout.split()]
+    assert len(pids) == 2
+    deadline = time.monotonic() + 30
+    left = pids
+    while left and time.monotonic() < deadline:
+        left = [p for p in left if psutil.pid_exists(p) and _running(p)]
+        time.sleep(0.05)
+    for pid in left:  # orphans are no child of this process: the leak check would miss them
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    assert left == [], "workers outlived their parent"
+    with StoreWriter(index).lock():  # no worker kept a copy of the writer lock
+        pass
+
+
+def _running(pid: int) -> bool:
+
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False

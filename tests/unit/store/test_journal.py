@@ -5,11 +5,14 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+import store.codec
+import store.journal
 from store.checkpoints import Checkpoint, CheckpointStore
-from store.errors import CorruptRecord, StoreLocked
+from store.errors import CorruptRecord, SchemaVersionError, StoreLocked
 from store.journal import FileJournal, Journal, parse_segment_name, segment_name
 from store.records import SourceEvent
 from tests.doubles import MemoryJournal
@@ -210,3 +213,60 @@ def test_a_damaged_checkpoint_is_reported(tmp_path: Path) -> None:
 def test_stage_names_are_plain(tmp_path: Path) -> None:
     with pytest.raises(ValueError):
         CheckpointStore(tmp_path).path("../x")
+
+
+def test_a_reader_passes_over_the_frames_before_its_position_without_decoding_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A segment holds up to a few MB: each process starting decoded it whole to find its
+    # place (issue 22 item 11). Positions are dense, so headers are enough to count frames.
+    j = FileJournal(tmp_path, writable=True)
+    j.append([event(n) for n in range(200)])
+    j.close()
+    decoded: list[int] = []
+    real = store.journal.decode
+
+    def counting(data: bytes, **kw: Any) -> Any:
+        value = real(data, **kw)
+        decoded.append(value.position)
+        return value
+
+    monkeypatch.setattr(store.journal, "decode", counting)
+    assert [e.position for e in FileJournal(tmp_path).read(after=196, limit=2)] == [197, 198]
+    assert decoded == [0, 197, 198]  # the segment's first frame (its format), then the two read
+    decoded.clear()
+    assert FileJournal(tmp_path).read(after=199) == []
+    assert decoded == [0]
+    decoded.clear()
+    assert FileJournal(tmp_path).statistics().head == 199
+    assert decoded == [0, 199]  # the first and the last frame: format and head
+    decoded.clear()
+    appender = FileJournal(tmp_path, writable=True)  # resumes after the last whole frame
+    assert decoded == [0, 199]
+    assert appender.append([event(200)])[0].position == 200
+    appender.close()
+
+
+def test_a_journal_another_format_wrote_is_told_apart_even_with_nothing_left_to_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    j = FileJournal(tmp_path, writable=True)
+    j.append([event(n) for n in range(5)])
+    j.close()
+    monkeypatch.setattr(store.codec, "SCHEMA_VERSION", store.codec.SCHEMA_VERSION + 1)
+    with pytest.raises(SchemaVersionError):
+        FileJournal(tmp_path).read(after=4)
+    with pytest.raises(SchemaVersionError):
+        FileJournal(tmp_path, writable=True)
+
+
+def test_a_gap_in_positions_past_the_frames_passed_over_is_reported(tmp_path: Path) -> None:
+    j = FileJournal(tmp_path, writable=True)
+    j.append([event(n) for n in range(4)])
+    j.close()
+    [segment] = [p for p in tmp_path.iterdir() if parse_segment_name(p.name) is not None]
+    data = segment.read_bytes()
+    size = len(data) // 4  # the frames are the same size: drop the third one
+    segment.write_bytes(data[: 2 * size] + data[3 * size :])
+    with pytest.raises(CorruptRecord, match="position 3, expected 2"):
+        FileJournal(tmp_path).read(after=1)
