@@ -80,8 +80,9 @@ class SyncThreads:
     threads of its own each call. A process committing batch after batch (an index worker:
     one ``DurableBatch`` of ~24 files per 8 sessions) paid ~8 thread starts each time, on
     loaded cores ~10 ms of wall time a batch, more than the fsyncs themselves. A thread ends
-    after *idle_s* without work, so a process left idle keeps none behind; a forked child
-    never uses its parent's (it starts its own)."""
+    after *idle_s* without work, or at ``close``, so a process left idle keeps none behind;
+    a forked child never uses its parent's (it starts its own). For a process that does not
+    fork: one that does would spawn its workers while these live (``pipeline.forked``)."""
 
     def __init__(self, size: int = _SYNC_THREADS, idle_s: float = 2.0) -> None:
         self.size = size
@@ -91,15 +92,15 @@ class SyncThreads:
     def _reset(self) -> None:
         self._pid = os.getpid()
         self._lock = threading.Lock()
-        self._work: queue.SimpleQueue[tuple[Callable[[Any], None], Any, int, _Done]] = (
+        self._work: queue.SimpleQueue[tuple[Callable[[Any], None], Any, int, _Done] | None] = (
             queue.SimpleQueue()
         )
-        self._threads = 0
+        self._live: list[threading.Thread] = []
 
     @property
     def threads(self) -> int:
         """How many threads are alive (or about to end) now."""
-        return self._threads
+        return len(self._live) if self._pid == os.getpid() else 0
 
     def run(self, sync: Callable[[T], None], items: Iterable[T]) -> None:
         """``fsync_all(sync, items)`` on these threads."""
@@ -113,22 +114,39 @@ class SyncThreads:
         with self._lock:
             for i, item in enumerate(todo):
                 self._work.put((sync, item, i, done))
-            for _ in range(min(len(todo), self.size) - self._threads):
-                threading.Thread(target=self._serve, name="fsync", daemon=True).start()
-                self._threads += 1
+            for _ in range(min(len(todo), self.size) - len(self._live)):
+                thread = threading.Thread(target=self._serve, name="fsync", daemon=True)
+                self._live.append(thread)
+                thread.start()
         done.wait()
 
+    def close(self) -> None:
+        """End every thread now (when the last ``run`` is done), not after *idle_s*."""
+        if self._pid != os.getpid():
+            self._reset()
+            return
+        with self._lock:
+            live, self._live = self._live, []
+            for _ in live:
+                self._work.put(None)
+        for thread in live:
+            thread.join()
+
     def _serve(self) -> None:
-        work, lock = self._work, self._lock
+        work, lock, live = self._work, self._lock, self._live
+        me = threading.current_thread()
         while True:
             try:
-                sync, item, i, done = work.get(timeout=self.idle_s)
+                job = work.get(timeout=self.idle_s)
             except queue.Empty:
                 with lock:  # run() queues under the lock: no work is left without a thread
                     if work.empty():
-                        self._threads -= 1
+                        live.remove(me)
                         return
                 continue
+            if job is None:  # close()
+                return
+            sync, item, i, done = job
             try:
                 sync(item)
             except BaseException as exc:  # raised by run(), in the caller's thread

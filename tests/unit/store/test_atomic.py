@@ -225,6 +225,15 @@ def test_sync_threads_serve_batch_after_batch_then_end_when_idle(tmp_path: Path)
     batch.write(tmp_path / "again2", b"z")
     batch.commit()
     assert (tmp_path / "again2").read_bytes() == b"z"
+    # close() ends them at once (a process that forks, a test), and they start again after
+    assert threads.threads == 2
+    threads.close()
+    assert threads.threads == 0
+    assert not [t for t in threading.enumerate() if t.name == "fsync"]
+    threads.run(sync, range(4))
+    assert threads.threads == 3
+    threads.close()
+    assert not [t for t in threading.enumerate() if t.name == "fsync"]
 
 
 def test_sync_threads_raise_the_first_items_error_once_all_are_done() -> None:
@@ -237,9 +246,11 @@ def test_sync_threads_raise_the_first_items_error_once_all_are_done() -> None:
             raise OSError(28, f"No space left on device ({i})")
         done.append(i)
 
+    threads = SyncThreads(size=4, idle_s=0.1)
     with pytest.raises(OSError, match=r"\(2\)"):
-        SyncThreads(size=4, idle_s=0.1).run(sync, range(8))
+        threads.run(sync, range(8))
     assert sorted(done) == [0, 1, 3, 4, 6, 7]
+    threads.close()
 
 
 # (Python 3.12 warns that forking a process with threads may deadlock: what this guards)
@@ -259,4 +270,5 @@ def test_a_forked_child_starts_sync_threads_of_its_own() -> None:
         except BaseException:
             os._exit(2)
     _, status = os.waitpid(pid, 0)
+    threads.close()
     assert os.waitstatus_to_exitcode(status) == 0
