@@ -49,6 +49,7 @@ from stages.read import read_parsed
 from stages.tier import COLD, HOT
 from store.archive import ARCHIVED, NOT_KEPT, Chain, retired_key, source_of
 from store.archive_writer import ArchiveWriter
+from store.atomic import SyncThreads
 from store.dblayout import split_member
 from store.dbsource import MemberTooLarge, read_member
 from store.errors import is_disk_full
@@ -78,6 +79,11 @@ log = structlog.get_logger()
 # A file untouched this long has no writer mid-line: its last line is read even without its
 # newline (a record, or ``unterminated_line``), never left waiting in silence.
 SETTLED_NS: Final = 10 * 1_000_000_000
+
+
+# The fsync threads of every message's batch: a worker commits one message after another,
+# and starting threads for each cost more wall time than its fsyncs (store.atomic).
+_SYNC_THREADS: Final = SyncThreads()
 
 
 def settled(mtime_ns: int, now_ns: int | None = None) -> bool:
@@ -208,7 +214,7 @@ def index_sessions(jobs: Sequence[Job]) -> list[JobResult]:
         # the archive's copies join the records' batch: one round of fsyncs for both (the
         # results go back, and a manifest can name the records, only once both are durable)
         with (
-            writer.batch() as files,
+            writer.batch(_SYNC_THREADS) as files,
             archive.batch(files) if archive is not None else nullcontext(),
         ):
             return [index_session(job, writer) for job in jobs]
@@ -253,8 +259,10 @@ def _views(
     # (most sessions) "all" selects what "active" does and gets the very same result.
     if every.selected != active.selected:
         # The records both select are normalized and redacted once, through the memo the
-        # append path keeps across the two modes (stages.rederive); a cache only.
-        memo = EntryMemo()
+        # append path keeps across the two modes (stages.rederive); a cache only. Here it
+        # keeps texts too: Pi's normalizer makes each view's entries anew, and their texts
+        # were scanned for credentials twice (~8 % of the text a build scans).
+        memo = EntryMemo(texts=True)
         normalized = normalize(session, active, job.policy, memo=memo)
         normalized_all = normalize(session, every, job.policy, memo=memo)
     else:

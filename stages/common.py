@@ -77,8 +77,11 @@ _ONE_MS = timedelta(milliseconds=1)
 def clean_text(text: str) -> str:
     """Return *text* with every lone surrogate replaced by U+FFFD (valid pairs are joined).
 
-    The common case (already valid) costs one C-level encode and returns *text* itself.
+    The common case (already valid) costs one C-level encode and returns *text* itself; ASCII
+    text (most of it), whose flag a str carries, not even that.
     """
+    if text.isascii():
+        return text
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:

@@ -203,10 +203,13 @@ def address_of(e: NormalizedEntry) -> Address:
 
 
 def _vocabulary(
-    entries: Sequence[NormalizedEntry], terms: Collection[bytes], budget: int
+    entries: Sequence[NormalizedEntry],
+    terms: Collection[bytes],
+    budget: int,
+    ordered: list[bytes] | None = None,
 ) -> tuple[bytes, int, bool, list[bytes] | None]:
     """The sorted vocabulary blob, its size by the seed's estimate, whether it was cut, and
-    (uncut) its terms in order.
+    (uncut) its terms in order (*ordered*, when the caller has them sorted already).
 
     *terms* is every term of *entries* (``term_set`` of their texts). The seed folds unique
     terms in entry order and stops at the first term that would pass *budget* (each term costs
@@ -214,7 +217,8 @@ def _vocabulary(
     fit whole, so the ordered fold runs only when the whole set would not fit.
     """
     # Byte order is code point order, the order the query side searches the blob in.
-    ordered = sorted(terms)
+    if ordered is None:
+        ordered = sorted(terms)
     blob = b"\n".join(ordered)
     n = len(terms)
     # 2 for "[]"; per term its bytes plus 2 quotes; n - 1 commas == the blob's n - 1 newlines
@@ -259,6 +263,24 @@ def _view_terms(views: Sequence[ViewInput]) -> list[tuple[set[bytes], Counter[by
     return out
 
 
+def _sorted_over(
+    terms: set[bytes], first: tuple[set[bytes], list[bytes]] | None
+) -> list[bytes] | None:
+    """*terms* sorted, when they hold the terms *first* has in order (``all`` holds every
+    term of ``active``, and often no other): only the terms it adds are sorted, and one
+    merge of the two runs (Timsort finds them) puts them in place; else None."""
+    if first is None:
+        return None
+    base, ordered = first
+    if terms is base:
+        return ordered
+    if len(terms) < len(base) or not base <= terms:
+        return None
+    merged = ordered + sorted(terms - base)
+    merged.sort()
+    return merged
+
+
 def _term_stats(
     vocabulary: bytes, ordered: list[bytes] | None, stats: tuple[set[bytes], Counter[bytes]]
 ) -> bytes:
@@ -273,6 +295,8 @@ def build_digest(fold: SessionFold, views: Sequence[ViewInput], policy: Policy) 
     cold_views: list[ColdView] = []
     distinct = _distinct(views)
     whole: tuple[tuple[set[bytes], Counter[bytes]], tuple[bytes, int, bool, bytes]] | None = None
+    # the first uncut view's term set and its terms in order
+    first: tuple[set[bytes], list[bytes]] | None = None
     for v, stats in zip(distinct, _view_terms(distinct), strict=True):
         entries = v.normalized.entries
         if whole is not None and whole[0] is stats:
@@ -280,11 +304,16 @@ def build_digest(fold: SessionFold, views: Sequence[ViewInput], policy: Policy) 
             vocabulary, vocab_bytes, vocab_capped, term_stats = whole[1]
         else:
             vocabulary, vocab_bytes, vocab_capped, ordered = _vocabulary(
-                entries, stats[0], policy.max_cold_vocabulary_bytes
+                entries,
+                stats[0],
+                policy.max_cold_vocabulary_bytes,
+                _sorted_over(stats[0], first),
             )
             term_stats = _term_stats(vocabulary, ordered, stats)
             if not vocab_capped:
                 whole = (stats, (vocabulary, vocab_bytes, vocab_capped, term_stats))
+                if first is None and ordered is not None:
+                    first = (stats[0], ordered)
         histogram: dict[str, int] = {}
         files: dict[str, None] = {}
         stamps = [e.timestamp for e in entries if e.timestamp is not None]

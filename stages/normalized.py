@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, replace
+from typing import Any, TypeVar
 
 from stages.source import SourceRecord
 from store.records import NormalizedEntry
 
 __all__ = ["EntryMemo", "NormalizeResult", "record_key"]
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,20 +35,36 @@ class EntryMemo:
     unique while its object lives). Bound to one policy: another policy forgets everything.
     """
 
-    __slots__ = ("_derived", "_found", "_indexed", "_policy")
+    __slots__ = ("_derived", "_found", "_indexed", "_policy", "_texts")
 
-    def __init__(self) -> None:
+    def __init__(self, *, texts: bool = False) -> None:
         self._found: dict[Hashable, tuple[tuple[object, ...], tuple[NormalizedEntry, ...]]] = {}
         self._indexed: dict[int, tuple[NormalizedEntry, NormalizedEntry]] = {}
         self._derived: dict[int, tuple[NormalizedEntry, NormalizedEntry]] = {}
         self._policy: object = None
+        # text -> what ``text`` made of it, when kept (*texts*): a memo for one build only,
+        # since a long-lived one would keep every version of a growing text
+        self._texts: dict[str, Any] | None = {} if texts else None
 
     def bind(self, policy: object) -> None:
         if policy != self._policy:
             self._found.clear()
             self._indexed.clear()
             self._derived.clear()
+            if self._texts is not None:
+                self._texts.clear()
             self._policy = policy
+
+    def text(self, text: str, make: Callable[[str], T]) -> T:
+        """``make(text)``, made once per text in a memo that keeps texts: a normalizer that
+        makes new entries for the records two views share (Pi's) gives them equal texts,
+        which ``derived`` (by entry object) cannot tell."""
+        if self._texts is None:
+            return make(text)
+        found: T | None = self._texts.get(text)
+        if found is None:
+            found = self._texts[text] = make(text)
+        return found
 
     def derived(
         self, entry: NormalizedEntry, make: Callable[[NormalizedEntry], NormalizedEntry]

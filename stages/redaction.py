@@ -39,12 +39,16 @@ def redact_entries(
         return entries
     if memo is None:
         return tuple(redact_entry(e, r) for e in entries)
-    return tuple(memo.derived(e, lambda e: redact_entry(e, r)) for e in entries)
+    return tuple(memo.derived(e, lambda e: redact_entry(e, r, memo)) for e in entries)
 
 
-def redact_entry(entry: NormalizedEntry, r: Redactor) -> NormalizedEntry:
+def redact_entry(
+    entry: NormalizedEntry, r: Redactor, memo: EntryMemo | None = None
+) -> NormalizedEntry:
+    """*entry* with credentials replaced (itself when it holds none); its text is scanned
+    once per *memo* that keeps texts (``EntryMemo.text``)."""
     found: list[Finding] = []
-    text, in_text = r.redact(entry.text)
+    text, in_text = r.redact(entry.text) if memo is None else memo.text(entry.text, r.redact)
     found.extend(in_text)
     operation = _walk(entry.operation, r, found)
     branch_fact = _walk(entry.branch_fact, r, found)

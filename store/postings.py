@@ -12,7 +12,10 @@ from __future__ import annotations
 
 import sys
 from array import array
+from collections import defaultdict, deque
 from collections.abc import Iterable
+from itertools import repeat
+from struct import Struct
 from typing import Final
 
 from store.rankstats import entry_stats
@@ -23,6 +26,8 @@ __all__ = ["decode_pairs", "encode_pairs", "index_entries", "shift_pairs", "trim
 _BIG_ENDIAN: Final = sys.byteorder == "big"
 assert array("I").itemsize == 4, "uint32 postings need a 4-byte array('I')"
 _PAIR: Final = 8
+# one (position, tf) pair as stored, whatever this machine's byte order
+_PACK: Final = Struct("<II").pack
 
 
 def decode_pairs(data: bytes) -> array[int]:
@@ -65,14 +70,14 @@ def index_entries(entries: Iterable[NormalizedEntry]) -> tuple[list[int], dict[s
     """The packed token counts (``store.rankstats.entry_stats``) of *entries* and their
     postings over the *complete* texts, terms in sorted order (position = entry order)."""
     lengths: list[int] = []
-    lists: dict[str, array[int]] = {}
+    # each term's stored bytes as they grow: an entry's pairs are packed and appended in C
+    # (map), where a Python loop over every (entry, term) was a third of this function
+    lists: defaultdict[str, bytearray] = defaultdict(bytearray)
+    held = lists.__getitem__
+    extend = bytearray.extend
     for pos, entry in enumerate(entries):
         counts, length = entry_stats(entry)
         lengths.append(length)
-        for term, tf in counts.items():
-            arr = lists.get(term)
-            if arr is None:
-                lists[term] = arr = array("I")
-            arr.append(pos)
-            arr.append(tf)
-    return lengths, {t: encode_pairs(a) for t, a in sorted(lists.items())}
+        deque(map(extend, map(held, counts), map(_PACK, repeat(pos), counts.values())), 0)
+    terms = sorted(lists)
+    return lengths, dict(zip(terms, map(bytes, map(held, terms)), strict=True))

@@ -252,10 +252,13 @@ def session_term_stats_over(
     else:
         terms = term_set(e.text for e in entries)
     prose = Counter(p for p in (fields_of(e)[0] for e in entries) if p)
-    base_prose = Counter(p for p in (fields_of(e)[0] for e in base) if p)
-    if base_prose <= prose:
+    # what *entries*' prose holds past *base*'s (one Python loop over base's prose, where
+    # ``<=`` then ``-`` walked both twice); a count below 0: *base* holds a text more often
+    extra = prose.copy()
+    extra.subtract(p for p in (fields_of(e)[0] for e in base) if p)
+    if min(extra.values(), default=0) >= 0:
         counts = stats[1].copy()
-        counts.update(_counts(list((prose - base_prose).elements())))
+        counts.update(_counts(list(extra.elements())))
     else:
         counts = _counts(list(prose.elements()))
     return terms, counts

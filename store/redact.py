@@ -419,7 +419,7 @@ class Redactor:
     """Finds and replaces credentials. Build once per rule set (``redactor``): the
     automaton and the compiled regexes are the expensive part."""
 
-    __slots__ = ("_automaton", "_global", "_keywords", "_memo", "_rules", "fingerprint")
+    __slots__ = ("_automaton", "_global", "_keywords", "_memo", "_narrow", "_rules", "fingerprint")
 
     def __init__(self, disabled: Iterable[str] = ()) -> None:
         off = tuple(sorted(set(disabled)))
@@ -431,6 +431,10 @@ class Redactor:
                 by_keyword.setdefault(kw, []).append(i)
         self._keywords = tuple(tuple(ids) for ids in by_keyword.values())
         self._memo: dict[str, tuple[str, tuple[Finding, ...]]] = {}
+        # Keywords all ASCII and none holding "?": a text's other characters can be one "?"
+        # byte each for the automaton (no keyword match starts, ends or lies in one), so a
+        # match's byte offsets are its character offsets (``_candidates``)
+        self._narrow = all(kw.isascii() and "?" not in kw for kw in by_keyword)
         # Over UTF-8 bytes, as a DFA: several times faster than over str, and a keyword is
         # ASCII, so lowercasing the bytes (ASCII only) finds every case of it.
         self._automaton = ahocorasick_rs.BytesAhoCorasick(
@@ -450,7 +454,12 @@ class Redactor:
     def _candidates(self, text: str) -> dict[int, list[int]] | None:
         """Rule index → the character offsets where its keywords start in *text*, for every
         rule one of whose keywords occurs; ``None`` for no rule."""
-        data = text.encode("utf-8", "surrogatepass").lower()
+        if self._narrow:
+            # one byte per character: ASCII as is, any other character (a lone surrogate
+            # too) a "?", which C writes for the whole run at once; no offset to convert
+            data = text.encode("ascii", "replace").lower()
+        else:
+            data = text.encode("utf-8", "surrogatepass").lower()
         found = self._automaton.find_matches_as_indexes(data, overlapping=True)
         if not found:
             return None
@@ -591,12 +600,21 @@ def _back(quotes: list[int], i: int) -> int:
     return i + bisect.bisect_right(quotes, i)
 
 
+# 1 for a UTF-8 continuation byte (0b10xxxxxx), 0 for any other: a character is one byte that
+# is not a continuation byte (a lone surrogate, surrogatepass's 3 bytes, too).
+_CONTINUATION = bytes(int(0x80 <= b < 0xC0) for b in range(256))
+
+
 def _char_offsets(data: bytes, found: list[tuple[int, int, int]]) -> list[tuple[int, int, int]]:
-    """Matches over UTF-8 *data* with byte offsets turned into character offsets."""
+    """Matches over UTF-8 *data* with byte offsets turned into character offsets. A keyword
+    is ASCII, so a match starts at a character and has as many characters as bytes; the
+    characters before it are its bytes less the continuation bytes (counted in C, where
+    decoding each stretch made a string per match)."""
+    marks = data.translate(_CONTINUATION)
     out: list[tuple[int, int, int]] = []
     byte_at = char_at = 0
     for kw, start, end in sorted(found, key=lambda f: f[1]):
-        char_at += len(data[byte_at:start].decode("utf-8", "surrogatepass"))
+        char_at += start - byte_at - marks.count(1, byte_at, start)
         byte_at = start
         out.append((kw, char_at, char_at + (end - start)))
     return out

@@ -24,7 +24,15 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Final
 
-from store.atomic import FILE_MODE, DurableBatch, atomic_write, ensure_dir, fsync_all, fsync_dir
+from store.atomic import (
+    FILE_MODE,
+    DurableBatch,
+    SyncThreads,
+    atomic_write,
+    ensure_dir,
+    fsync_all,
+    fsync_dir,
+)
 from store.codec import decode, encode, kind_of
 from store.errors import (
     CorruptRecord,
@@ -134,13 +142,14 @@ class StoreWriter:
         return name, len(data)
 
     @contextlib.contextmanager
-    def batch(self) -> Iterator[DurableBatch]:
+    def batch(self, threads: SyncThreads | None = None) -> Iterator[DurableBatch]:
         """Records put inside are made durable together and appear when the block ends
         (``DurableBatch``, which it gives: other files may join it, as the archive's do);
-        when it raises, none of them does. Not reentrant."""
+        when it raises, none of them does. Not reentrant. *threads*: what fsyncs them
+        (``DurableBatch``)."""
         if self._batch is not None:
             raise RuntimeError("a batch is already open")
-        self._batch = DurableBatch()
+        self._batch = DurableBatch(threads)
         try:
             yield self._batch
             self._batch.commit()

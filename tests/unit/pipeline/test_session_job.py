@@ -98,11 +98,18 @@ def test_normalizing_reads_only_the_selected_records(
 
 
 def test_a_message_of_sessions_is_stored_together_or_fails_together(
-    sessions: list[tuple[str, str, bytes]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    sessions: list[tuple[str, str, bytes]],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    request: pytest.FixtureRequest,
 ) -> None:
     import os
 
+    from pipeline import session_job
     from pipeline.session_job import index_sessions
+
+    # the fsync threads end with the test: a later one may fork (pipeline.forked.forkable)
+    request.addfinalizer(session_job._SYNC_THREADS.close)
 
     index = tmp_path / "index"
     jobs = [Job(path, agent, COLD, POLICY, str(index)) for agent, path, _ in sessions[:3]]

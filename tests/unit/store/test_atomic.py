@@ -164,3 +164,111 @@ def test_an_abandoned_batch_leaves_nothing(tmp_path: Path) -> None:
     batch.write(tmp_path / "a", b"x")
     batch.abandon()
     assert os.listdir(tmp_path) == []
+
+
+def test_a_temp_name_left_by_a_crash_is_passed_over(tmp_path: Path) -> None:
+    from store import atomic
+    from store.atomic import DurableBatch
+
+    # Given the temp files a crashed process of this very id left beside a record, under the
+    # names this process would try next
+    start = next(atomic._temp_numbers) + 1
+    stale = [tmp_path / f".rec.{os.getpid()}-{n}.tmp" for n in range(start, start + 3)]
+    for path in stale:
+        path.write_bytes(b"stale")
+    # When the record is written, in a batch and on its own
+    batch = DurableBatch()
+    batch.write(tmp_path / "rec", b"batched")
+    batch.commit()
+    assert (tmp_path / "rec").read_bytes() == b"batched"
+    atomic_write(tmp_path / "rec", b"new")
+    # Then the stale files are left as they were (GC's to collect) and the record is written
+    assert (tmp_path / "rec").read_bytes() == b"new"
+    assert all(p.read_bytes() == b"stale" for p in stale)
+    assert sorted(os.listdir(tmp_path)) == sorted(["rec", *(p.name for p in stale)])
+
+
+# ----------------------------------------------------------------------------- sync threads
+
+
+def test_sync_threads_serve_batch_after_batch_then_end_when_idle(tmp_path: Path) -> None:
+    import threading
+    import time
+
+    from store.atomic import DurableBatch, SyncThreads
+
+    threads = SyncThreads(size=3, idle_s=0.2)
+    seen: set[int] = set()
+
+    def sync(item: int) -> None:
+        seen.add(threading.get_ident())
+
+    for round_ in range(3):
+        batch = DurableBatch(threads)
+        for i in range(5):
+            batch.write(tmp_path / f"r{round_}-{i}", b"x")
+        batch.commit()
+        # every file is there once commit returns; the same three threads did every round
+        assert len(list(tmp_path.iterdir())) == 5 * (round_ + 1)
+        assert threads.threads == 3
+    threads.run(sync, range(8))  # any callable and items, as fsync_all takes
+    assert len(seen) <= 3 and threading.get_ident() not in seen
+    # Idle, they end: nothing is left behind
+    deadline = time.monotonic() + 5
+    while threads.threads and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert threads.threads == 0
+    assert not [t for t in threading.enumerate() if t.name == "fsync"]
+    # and a later batch starts them again
+    batch = DurableBatch(threads)
+    batch.write(tmp_path / "again", b"y")
+    batch.write(tmp_path / "again2", b"z")
+    batch.commit()
+    assert (tmp_path / "again2").read_bytes() == b"z"
+    # close() ends them at once (a process that forks, a test), and they start again after
+    assert threads.threads == 2
+    threads.close()
+    assert threads.threads == 0
+    assert not [t for t in threading.enumerate() if t.name == "fsync"]
+    threads.run(sync, range(4))
+    assert threads.threads == 3
+    threads.close()
+    assert not [t for t in threading.enumerate() if t.name == "fsync"]
+
+
+def test_sync_threads_raise_the_first_items_error_once_all_are_done() -> None:
+    from store.atomic import SyncThreads
+
+    done: list[int] = []
+
+    def sync(i: int) -> None:
+        if i in (2, 5):
+            raise OSError(28, f"No space left on device ({i})")
+        done.append(i)
+
+    threads = SyncThreads(size=4, idle_s=0.1)
+    with pytest.raises(OSError, match=r"\(2\)"):
+        threads.run(sync, range(8))
+    assert sorted(done) == [0, 1, 3, 4, 6, 7]
+    threads.close()
+
+
+# (Python 3.12 warns that forking a process with threads may deadlock: what this guards)
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+def test_a_forked_child_starts_sync_threads_of_its_own() -> None:
+    from store.atomic import SyncThreads
+
+    threads = SyncThreads(size=2, idle_s=5.0)
+    threads.run(lambda i: None, range(4))
+    assert threads.threads == 2
+    pid = os.fork()
+    if pid == 0:  # the child: its parent's threads are not here, and it must not wait on them
+        try:
+            got: list[int] = []
+            threads.run(got.append, range(4))
+            os._exit(0 if sorted(got) == [0, 1, 2, 3] and threads.threads == 2 else 1)
+        except BaseException:
+            os._exit(2)
+    _, status = os.waitpid(pid, 0)
+    threads.close()
+    assert os.waitstatus_to_exitcode(status) == 0

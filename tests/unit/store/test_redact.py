@@ -85,6 +85,40 @@ def test_no_part_of_a_planted_secret_survives(
     assert R.redact(out) == (out, ())
 
 
+@settings(max_examples=150, deadline=None)
+@given(before=st.text(max_size=60), plant=_PLANTS)
+def test_a_finding_after_wide_characters_spans_the_secret_in_characters(
+    before: str, plant: tuple[str, str]
+) -> None:
+    # keywords are found over UTF-8 bytes; spans come back as character offsets, also after
+    # characters of 2-4 bytes and lone surrogates (3 bytes each, surrogatepass)
+    planted, secret = plant
+    text = before + "\u00e9\u6f22\U0001f600\ud800 " + planted
+    found = R.find(text)
+    assert any(text[f.start : f.end] == secret or secret in text[f.start : f.end] for f in found)
+    assert all(0 <= f.start < f.end <= len(text) for f in found)
+
+
+@pytest.fixture(scope="module")
+def wide() -> Redactor:
+    """A redactor that scans UTF-8 and converts offsets, as one whose keywords were not all
+    ASCII without "?" would."""
+    out = Redactor()
+    out._narrow = False
+    return out
+
+
+@settings(max_examples=150, deadline=None)
+@given(before=st.text(max_size=60), plant=_PLANTS, after=st.text(max_size=60))
+def test_the_one_byte_a_character_scan_finds_what_the_utf8_scan_does(
+    wide: Redactor, before: str, plant: tuple[str, str], after: str
+) -> None:
+    # the shipped keywords let the automaton read other characters as one "?" each
+    assert R._narrow
+    text = before + "\u00e9 " + plant[0] + " \U0001f600\ud800" + after
+    assert R.find(text) == wide.find(text)
+
+
 @settings(max_examples=200, deadline=None)
 @given(st.text(max_size=300))
 def test_redaction_never_crashes_and_is_idempotent(text: str) -> None:
