@@ -12,10 +12,14 @@ With ``--while-starting`` a round is the issue's own case instead: ``query serve
 answers (through the server, or in-process while none answers yet), one entry is appended to
 the newest session and timed until a recall finds it, while both are still starting. Each
 round reports when the recall first answered (``answer_ms``, from the spawn) and the append's
-latency (``first_ms``); both processes are stopped after it.
+latency (``first_ms``); then ``--next`` more appends follow at ``--rate`` while both keep
+running (the issue's "next nine"), timed the same way, and both processes are stopped. The
+summary sets the first appends beside the p95 of those next ones. ``--cli`` probes with a new
+``query recall`` process each time, as the issue measured, instead of one in-process client
+(then every latency includes the CLI's own start).
 
     python -m devtools.bench.first [--rounds 5] [--sessions 100] [--count 40] [--work DIR]
-    python -m devtools.bench.first --while-starting [--rounds 7] [--sessions 100]
+    python -m devtools.bench.first --while-starting [--rounds 7] [--next 9] [--cli]
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ from typing import Any
 from devtools.bench.cli import _bin, _build, _fresh_ours, _fresh_sessions, _Serve
 from devtools.bench.corpus import append_entry, canary_term, ensure_corpus, write_config
 from devtools.bench.fresh import KINDS, POLL_PAUSE_S
+from devtools.bench.procs import percentiles
 
 
 def main() -> int:
@@ -52,6 +57,8 @@ def main() -> int:
         action="store_true",
         help="append while query serve and pipeline run are still starting (see above)",
     )
+    p.add_argument("--next", type=int, default=9, help="with --while-starting: appends after")
+    p.add_argument("--cli", action="store_true", help="with --while-starting: probe by CLI")
     ns = p.parse_args()
     work = (ns.work or Path(tempfile.gettempdir()) / "sessiondex-first").resolve()
     work.mkdir(parents=True, exist_ok=True)
@@ -61,7 +68,7 @@ def main() -> int:
     _build(cfg, index, None)
     sessions = _fresh_sessions(corpus, manifest)
     if ns.while_starting:
-        return _while_starting(cfg, sessions[0], ns.rounds)
+        return _while_starting(cfg, sessions, ns.rounds, ns.next, ns.rate, cli=ns.cli)
     notes: list[str] = []
     serve = _Serve.start(cfg, index, notes)
     fresh = argparse.Namespace(fresh_rate=ns.rate, fresh_count=ns.count)
@@ -98,8 +105,10 @@ def main() -> int:
     return 0
 
 
-def _while_starting(cfg: Path, session: list[str], rounds: int) -> int:
-    """The first append while everything starts (see the module docstring)."""
+def _while_starting(
+    cfg: Path, sessions: list[list[str]], rounds: int, following: int, rate: float, *, cli: bool
+) -> int:
+    """The first append while everything starts, then *following* more (module docstring)."""
     from query.transport import Backend  # imported before the spawn: not billed to the round
     from store.config import load_config
     from store.errors import StoreError
@@ -114,10 +123,30 @@ def _while_starting(cfg: Path, session: list[str], rounds: int) -> int:
 
         def search(term: str, backend: Backend = backend) -> bool | None:
             """Whether *term* is found; None while nothing answers."""
+            if cli:
+                probe = subprocess.run(
+                    [_bin("query"), "recall", term, "--scope", "global", "--config", str(cfg)],
+                    capture_output=True,
+                    check=False,
+                )
+                if probe.returncode not in (0, 1):
+                    return None
+                return bool(json.loads(probe.stdout).get("hits"))
             try:
                 return bool(backend.recall({"query": term, "scope": "global"}, cwd="/")["hits"])
             except (StoreError, OSError):
                 return None
+
+        def timed(path: str, agent: str, text: str, rng: random.Random = rng) -> float | None:
+            """Append one entry holding a new term; ms until a recall finds it (None: 60 s)."""
+            term = canary_term(rng)
+            append_entry(Path(path), agent, KINDS.get(agent, ("user",))[0], f"{text} {term}")
+            appended = time.perf_counter()
+            while not search(term):
+                if time.perf_counter() - appended > 60:
+                    return None
+                time.sleep(POLL_PAUSE_S)
+            return round((time.perf_counter() - appended) * 1000, 1)
 
         spawned = time.perf_counter()
         procs = [
@@ -134,34 +163,34 @@ def _while_starting(cfg: Path, session: list[str], rounds: int) -> int:
                     raise SystemExit("no recall answered within 60 s of the start")
                 time.sleep(POLL_PAUSE_S)
             answered = time.perf_counter()
-            path, agent = session
-            term = canary_term(rng)
-            append_entry(Path(path), agent, KINDS.get(agent, ("user",))[0], f"first note {term}")
-            appended = time.perf_counter()
-            while not search(term):
-                if time.perf_counter() - appended > 60:
-                    break
-                time.sleep(POLL_PAUSE_S)
-            found = time.perf_counter()
+            path, agent = sessions[0]
+            first = timed(path, agent, "first note")
+            nexts: list[float | None] = []
+            for k in range(following):
+                time.sleep(1 / rate)
+                path, agent = sessions[(k + 1) % len(sessions)]
+                nexts.append(timed(path, agent, "next note"))
         finally:
             for proc in procs:
                 proc.send_signal(signal.SIGTERM)
             for proc in procs:
                 proc.wait(timeout=30)
             backend.close()
-        missed = found - appended > 60
         result = {
             "answer_ms": round((answered - spawned) * 1000, 1),
-            "first_ms": None if missed else round((found - appended) * 1000, 1),
-            "served_by": backend.served_by,
+            "first_ms": first,
+            "next_ms": nexts,
+            "served_by": "cli" if cli else backend.served_by,
         }
         results.append(result)
         sys.stderr.write(
             f"round {n + 1}: a recall answered {result['answer_ms']} ms after the start, "
-            f"the append found {result['first_ms']} ms after it ({result['served_by']})\n"
+            f"the append found {result['first_ms']} ms after it ({result['served_by']}); "
+            f"next {nexts}\n"
         )
     firsts = [r["first_ms"] for r in results if r["first_ms"] is not None]
     answers = [r["answer_ms"] for r in results]
+    following_ms = [ms for r in results for ms in r["next_ms"] if ms is not None]
     summary = {
         "pipeline": _bin("pipeline"),
         "case": "while-starting",
@@ -172,6 +201,9 @@ def _while_starting(cfg: Path, session: list[str], rounds: int) -> int:
         "first_ms": firsts,
         "answer_median_ms": statistics.median(answers),
         "answer_ms": answers,
+        "next_missed": sum(1 for r in results for ms in r["next_ms"] if ms is None),
+        "next_ms": percentiles(following_ms),
+        "probe": "query recall CLI" if cli else "in-process client",
     }
     sys.stdout.write(json.dumps(summary) + "\n")
     return 0
