@@ -10,25 +10,13 @@ from stages.redaction import redact_entries
 from store.records import NormalizedEntry
 from store.redact import Redactor
 from tests.secret_samples import PLANTED
+from tests.unit.store.factories import entry
 
 POLICY = Policy()
 
 
 def _entry(i: int, text: str) -> NormalizedEntry:
-    return NormalizedEntry(
-        index=i,
-        entry_id=f"e{i}",
-        parent_id=None,
-        type="message",
-        role="toolResult",
-        tool="bash",
-        text=text,
-        timestamp=1000 + i,
-        is_error=False,
-        truncated=False,
-        line=i + 2,
-        offset=0,
-    )
+    return entry(i, text, role="toolResult", tool="bash")
 
 
 def test_a_text_two_views_hold_is_scanned_once_with_the_same_entries(

@@ -215,14 +215,19 @@ def test_stage_names_are_plain(tmp_path: Path) -> None:
         CheckpointStore(tmp_path).path("../x")
 
 
+def _written(folder: Path, n: int) -> None:
+    """A journal in *folder* holding events 0 .. n - 1."""
+    j = FileJournal(folder, writable=True)
+    j.append([event(k) for k in range(n)])
+    j.close()
+
+
 def test_a_reader_passes_over_the_frames_before_its_position_without_decoding_them(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # A segment holds up to a few MB: each process starting decoded it whole to find its
     # place (issue 22 item 11). Positions are dense, so headers are enough to count frames.
-    j = FileJournal(tmp_path, writable=True)
-    j.append([event(n) for n in range(200)])
-    j.close()
+    _written(tmp_path, 200)
     decoded: list[int] = []
     real = store.journal.decode
 
@@ -250,9 +255,7 @@ def test_a_reader_passes_over_the_frames_before_its_position_without_decoding_th
 def test_a_journal_another_format_wrote_is_told_apart_even_with_nothing_left_to_read(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    j = FileJournal(tmp_path, writable=True)
-    j.append([event(n) for n in range(5)])
-    j.close()
+    _written(tmp_path, 5)
     monkeypatch.setattr(store.codec, "SCHEMA_VERSION", store.codec.SCHEMA_VERSION + 1)
     with pytest.raises(SchemaVersionError):
         FileJournal(tmp_path).read(after=4)
@@ -261,9 +264,7 @@ def test_a_journal_another_format_wrote_is_told_apart_even_with_nothing_left_to_
 
 
 def test_a_gap_in_positions_past_the_frames_passed_over_is_reported(tmp_path: Path) -> None:
-    j = FileJournal(tmp_path, writable=True)
-    j.append([event(n) for n in range(4)])
-    j.close()
+    _written(tmp_path, 4)
     [segment] = [p for p in tmp_path.iterdir() if parse_segment_name(p.name) is not None]
     data = segment.read_bytes()
     size = len(data) // 4  # the frames are the same size: drop the third one
