@@ -14,6 +14,7 @@ import json
 import os
 import shutil
 import subprocess
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -39,6 +40,9 @@ class Produced:
     # the system-prompt marker reached the model (a writer that keeps no system prompt in its
     # files, such as omp, shows it read AGENTS.md this way)
     marker_sent: bool = False
+    # files the writer leaves beside the conversation by design, holding none of it
+    # (``gemini_resume_leftovers``); indexed, with ``no_entries``
+    leftovers: tuple[Path, ...] = ()
 
 
 def produce(scenario: Scenario, driver: Driver, model: FakeModel, base: Path) -> Produced:
@@ -62,11 +66,33 @@ def produce(scenario: Scenario, driver: Driver, model: FakeModel, base: Path) ->
                 f"{outputs[-1][-2000:]}"
             )
     files = tuple(home.session_files())
-    produced = Produced(scenario, home, files, tuple(outputs), marker_sent)
+    leftovers = gemini_resume_leftovers(files) if scenario.agent == "gemini" else ()
+    conversation = tuple(p for p in files if p not in leftovers)
+    produced = Produced(scenario, home, conversation, tuple(outputs), marker_sent, leftovers)
     target = os.environ.get("SESSIONDEX_CONFORMANCE_CAPTURE")
     if target:
         capture(produced, Path(target))
     return produced
+
+
+def gemini_resume_leftovers(files: Sequence[Path]) -> tuple[Path, ...]:
+    """Gemini CLI (0.61.0) on ``--resume`` first opens a new recording named by the current
+    minute and the resumed session's id, writes its header and the injected session context
+    there, then goes on in the resumed file: a resume in a later minute than the one the
+    session's file is named by leaves that new file behind, holding no conversation turn.
+    These are the files of *files* holding no message record (only a header and ``$set``
+    updates) whose session id another file of *files* holds with messages."""
+    shapes: dict[Path, tuple[str | None, bool]] = {}
+    for path in files:
+        session_id, turns = None, False
+        for line in path.read_bytes().splitlines():
+            record = json.loads(line) if line.strip() else {}
+            if "sessionId" in record and "type" not in record:
+                session_id = session_id or record["sessionId"]
+            turns = turns or record.get("type") in ("user", "gemini")
+        shapes[path] = (session_id, turns)
+    conversed = {sid for sid, turns in shapes.values() if turns and sid is not None}
+    return tuple(p for p, (sid, turns) in shapes.items() if not turns and sid in conversed)
 
 
 def capture(produced: Produced, target: Path) -> None:

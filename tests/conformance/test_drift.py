@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from store.reasons import NO_ENTRIES
 from tests.conformance.runs import Runs
 from tests.conformance.scenarios import SCENARIOS
 
@@ -19,15 +20,24 @@ def test_every_file_written_is_indexed_with_entries(runs: Runs, key: str) -> Non
         found = sessions.get(str(path))
         assert found is not None, f"{key}: {path.name} is not indexed; indexed: {sorted(sessions)}"
         assert found["entryCount"] > 0, f"{key}: {path.name} yields no entries"
+    # a file the writer leaves holding no conversation (produce.gemini_resume_leftovers) is
+    # indexed too, and says so: no entries, reason no_entries
+    states = {s.path: s for s in runs.indexed(key).states()}
+    for path in produced.leftovers:
+        found = sessions.get(str(path))
+        assert found is not None, f"{key}: {path.name} is not indexed; indexed: {sorted(sessions)}"
+        assert found["entryCount"] == 0, f"{key}: {path.name} holds no conversation"
+        assert NO_ENTRIES in states[str(path)].view("active").reasons, f"{key}: {path.name}"
 
 
 @pytest.mark.parametrize("key", list(SCENARIOS))
 def test_status_says_complete_with_no_reasons(runs: Runs, key: str) -> None:
     status = runs.indexed(key).status()
     produced = runs.produced(key)
-    assert status["indexed"] == status["eligible"] == len(produced.files), (
+    written = len(produced.files) + len(produced.leftovers)
+    assert status["indexed"] == status["eligible"] == written, (
         f"{key}: status indexed={status['indexed']} eligible={status['eligible']}, "
-        f"files written={len(produced.files)}"
+        f"files written={written}"
     )
     assert status["incomplete"] == 0 and not status["reasons"], (
         f"{key}: status names incomplete sessions: {status['incompleteSessions']} "

@@ -20,7 +20,9 @@ def test_a_continued_session_is_one_file_and_one_session(runs: Runs, agent: str)
         f"{key}: the writer put the continued session in {len(produced.files)} files "
         f"({[p.name for p in produced.files]}); the scenario expects one (append)"
     )
-    sessions = runs.indexed(key).sessions()
+    # (a file the writer left holding no conversation is checked in test_drift)
+    left = {str(p) for p in produced.leftovers}
+    sessions = [s for s in runs.indexed(key).sessions() if s["file"] not in left]
     assert [s["file"] for s in sessions] == [str(produced.files[0])], (
         f"{key}: indexed sessions {[(s['id'], s['file']) for s in sessions]}"
     )

@@ -22,6 +22,7 @@ from stages.lineage import lineage
 from stages.normalize import normalize
 from stages.policy import Policy
 from stages.source import SourceSession
+from store.reasons import NO_ENTRIES
 from store.records import NormalizedEntry
 
 REAL = Path(__file__).parents[2] / "data" / "gemini" / "real-0.61.0-shell.jsonl"
@@ -205,6 +206,19 @@ def test_a_resumed_session_keeps_its_tool_calls() -> None:
     # the written chain: in "all", giving no entry
     every = entries(session, "all")
     assert [e.entry_id for e in every] == [e.entry_id for e in found]
+
+
+def test_a_resume_in_a_later_minute_leaves_a_file_with_no_conversation() -> None:
+    # Gemini CLI 0.61.0 on --resume first opens a new recording named by the current minute
+    # and the resumed session's id (a header and the injected session context), then goes
+    # on in the resumed file: a resume in another minute than the session's file name leaves
+    # this second file behind (captured from the real writer). It is no conversation.
+    path = REAL.with_name("real-0.61.0-resume-next-minute.jsonl")
+    session = read(path.read_bytes(), str(path))
+    assert session.session_id == "0be03ebd-d8ea-48cc-806c-0e0bcb23ecf5"
+    result = normalize(session, lineage(session, "active"), Policy())
+    assert result.entries == ()
+    assert NO_ENTRIES in result.reasons
 
 
 def test_tool_statuses_are_outcomes_and_an_unfinished_call_has_none() -> None:
