@@ -19,7 +19,7 @@ import os
 import shutil
 import stat
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Final
@@ -414,15 +414,12 @@ class StoreWriter:
     def _collect_records(self, referenced: set[str], cutoff: float, deleted: _Tally) -> None:
         for fan_out in _subdirs(self.layout.records):
             removed = False
-            for path, st in _files(fan_out):
+            # A record a kept generation names is passed over by its name alone: every run
+            # (a no-op too) collects, and a stat per record made that O(history).
+            for path, st in _files(fan_out, skip=referenced):
                 if path.name.startswith(_TEMP_PREFIX):
                     removed |= deleted.temp(path, st, cutoff)
-                elif (
-                    is_record_name(path.name)
-                    and path.name not in referenced
-                    and st.st_mtime <= cutoff
-                    and _unlink(path)
-                ):
+                elif is_record_name(path.name) and st.st_mtime <= cutoff and _unlink(path):
                     deleted.records += 1
                     deleted.record_bytes += st.st_size
                     removed = True
@@ -482,13 +479,18 @@ class _Tally:
         return True
 
 
-def _files(folder: Path) -> list[tuple[Path, os.stat_result]]:
+def _files(
+    folder: Path, *, skip: Collection[str] = frozenset()
+) -> list[tuple[Path, os.stat_result]]:
+    """The files of *folder* and their stats, but those named in *skip* (never stat'ed)."""
     try:
         entries = list(os.scandir(folder))
     except FileNotFoundError:
         return []
     found: list[tuple[Path, os.stat_result]] = []
     for entry in entries:
+        if entry.name in skip:
+            continue
         with _vanished():
             if entry.is_file(follow_symlinks=False):
                 found.append((Path(entry.path), entry.stat(follow_symlinks=False)))
