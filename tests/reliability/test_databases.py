@@ -74,13 +74,12 @@ def test_every_database_agent_is_attacked_here() -> None:
 # -- what the fuzz writes -----------------------------------------------------------------
 
 
-class OpenCodeWriter:
-    """OpenCode's own moves: sessions, messages with parts, a tool part finished in place
-    (OpenCode writes a running part, then updates it), a title set later, a reverted (deleted)
-    message, and rows whose JSON is garbage."""
+class _RowWriter:
+    """One fuzz step of a session database's writer: the first step, and about one in ten,
+    opens a session (``open``); any other picks a session and a word and makes one of the
+    writer's own moves with them (``move``, by the step's roll)."""
 
-    def __init__(self, path: Path, rng: random.Random) -> None:
-        self.db = OpenCodeDb(path)
+    def __init__(self, rng: random.Random) -> None:
         self.rng = rng
         self.sessions: list[str] = []
         self.n = 0
@@ -89,11 +88,33 @@ class OpenCodeWriter:
         self.n += 1
         roll = self.rng.random()
         if not self.sessions or roll < 0.1:
-            sid = self.db.session(f"ses_{len(self.sessions)}", f"title {self.n}")
+            sid = self.open(len(self.sessions))
             self.sessions.append(sid)
             return f"session {sid}"
         sid = self.rng.choice(self.sessions)
         word = f"dbword{self.rng.randrange(40)} dbterm{self.n}"
+        return self.move(roll, sid, word)
+
+    def open(self, k: int) -> str:
+        raise NotImplementedError
+
+    def move(self, roll: float, sid: str, word: str) -> str:
+        raise NotImplementedError
+
+
+class OpenCodeWriter(_RowWriter):
+    """OpenCode's own moves: sessions, messages with parts, a tool part finished in place
+    (OpenCode writes a running part, then updates it), a title set later, a reverted (deleted)
+    message, and rows whose JSON is garbage."""
+
+    def __init__(self, path: Path, rng: random.Random) -> None:
+        super().__init__(rng)
+        self.db = OpenCodeDb(path)
+
+    def open(self, k: int) -> str:
+        return self.db.session(f"ses_{k}", f"title {self.n}")
+
+    def move(self, roll: float, sid: str, word: str) -> str:
         if roll < 0.45:
             self.db.user(sid, f"asked {word}")
             return f"user {sid}"
@@ -143,25 +164,18 @@ class OpenCodeWriter:
         return f"garbage {sid}"
 
 
-class GooseWriter:
+class GooseWriter(_RowWriter):
     """Goose's moves: sessions, user and assistant messages, tool requests and responses,
     a session renamed, and content that is no JSON."""
 
     def __init__(self, path: Path, rng: random.Random) -> None:
+        super().__init__(rng)
         self.db = GooseDb(path)
-        self.rng = rng
-        self.sessions: list[str] = []
-        self.n = 0
 
-    def step(self) -> str:
-        self.n += 1
-        roll = self.rng.random()
-        if not self.sessions or roll < 0.1:
-            sid = self.db.session(f"2026_{len(self.sessions)}", f"name {self.n}")
-            self.sessions.append(sid)
-            return f"session {sid}"
-        sid = self.rng.choice(self.sessions)
-        word = f"dbword{self.rng.randrange(40)} dbterm{self.n}"
+    def open(self, k: int) -> str:
+        return self.db.session(f"2026_{k}", f"name {self.n}")
+
+    def move(self, roll: float, sid: str, word: str) -> str:
         if roll < 0.45:
             self.db.message(sid, "user", goose_text(f"asked {word}"))
         elif roll < 0.75:
