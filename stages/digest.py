@@ -22,8 +22,13 @@ from stages.policy import Policy
 from stages.source import SourceSession
 from store.codec import encode
 from store.names import SIDECHAIN
-from store.postings import index_entries
-from store.rankstats import session_term_stats, session_term_stats_over, term_stats_bytes
+from store.postings import index_entries, shared_stats
+from store.rankstats import (
+    entry_stats,
+    session_term_stats,
+    session_term_stats_over,
+    term_stats_bytes,
+)
 from store.reasons import (
     MAX_COLD_CACHE_BYTES,
     MAX_COLD_VOCABULARY_BYTES,
@@ -160,9 +165,12 @@ def build_shard(fold: SessionFold, views: Sequence[ViewInput], policy: Policy) -
     """A hot shard: display entries plus postings over the complete texts
     (``store.postings.index_entries``, as the query side indexes a hydrated session)."""
     shard_views: list[ShardView] = []
-    for v in _distinct(views):
+    distinct = _distinct(views)
+    # one view: no entry comes twice, nothing to share
+    stats = shared_stats() if len(distinct) > 1 else entry_stats
+    for v in distinct:
         entries, cut = _display(v.normalized.entries, policy.max_entry_chars)
-        lengths, postings = index_entries(v.normalized.entries)
+        lengths, postings = index_entries(v.normalized.entries, stats)
         shard_views.append(
             ShardView(
                 branches=v.branches,

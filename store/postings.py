@@ -13,7 +13,7 @@ from __future__ import annotations
 import sys
 from array import array
 from collections import defaultdict, deque
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from itertools import repeat
 from struct import Struct
 from typing import Final
@@ -21,7 +21,15 @@ from typing import Final
 from store.rankstats import entry_stats
 from store.records import NormalizedEntry
 
-__all__ = ["decode_pairs", "encode_pairs", "index_entries", "shift_pairs", "trim_pairs"]
+__all__ = [
+    "EntryStats",
+    "decode_pairs",
+    "encode_pairs",
+    "index_entries",
+    "shared_stats",
+    "shift_pairs",
+    "trim_pairs",
+]
 
 _BIG_ENDIAN: Final = sys.byteorder == "big"
 assert array("I").itemsize == 4, "uint32 postings need a 4-byte array('I')"
@@ -66,9 +74,16 @@ def shift_pairs(data: bytes, offset: int) -> bytes:
     return encode_pairs(pairs)
 
 
-def index_entries(entries: Iterable[NormalizedEntry]) -> tuple[list[int], dict[str, bytes]]:
+EntryStats = Callable[[NormalizedEntry], tuple[dict[str, int], int]]
+
+
+def index_entries(
+    entries: Iterable[NormalizedEntry], stats: EntryStats = entry_stats
+) -> tuple[list[int], dict[str, bytes]]:
     """The packed token counts (``store.rankstats.entry_stats``) of *entries* and their
-    postings over the *complete* texts, terms in sorted order (position = entry order)."""
+    postings over the *complete* texts, terms in sorted order (position = entry order).
+    *stats* is ``entry_stats`` or a function giving what it gives (a cache of it shared by
+    the views of one session, ``shared_stats``)."""
     lengths: list[int] = []
     # each term's stored bytes as they grow: an entry's pairs are packed and appended in C
     # (map), where a Python loop over every (entry, term) was a third of this function
@@ -76,8 +91,26 @@ def index_entries(entries: Iterable[NormalizedEntry]) -> tuple[list[int], dict[s
     held = lists.__getitem__
     extend = bytearray.extend
     for pos, entry in enumerate(entries):
-        counts, length = entry_stats(entry)
+        counts, length = stats(entry)
         lengths.append(length)
         deque(map(extend, map(held, counts), map(_PACK, repeat(pos), counts.values())), 0)
     terms = sorted(lists)
     return lengths, dict(zip(terms, map(bytes, map(held, terms)), strict=True))
+
+
+def shared_stats() -> EntryStats:
+    """``entry_stats``, made once per distinct (text, role, has a tool): all it reads of an
+    entry (``store.rankstats.fields_of``). A session's ``all`` view holds its ``active``
+    view's entries again, as new objects where the normalizer makes each view's entries
+    anew (Pi's), so indexing both views with one of these tokenizes their shared texts once
+    (the stats are only read, never changed, so sharing them is safe)."""
+    made: dict[tuple[str, str | None, bool], tuple[dict[str, int], int]] = {}
+
+    def stats(e: NormalizedEntry) -> tuple[dict[str, int], int]:
+        key = (e.text, e.role, e.tool is None)
+        found = made.get(key)
+        if found is None:
+            found = made[key] = entry_stats(e)
+        return found
+
+    return stats

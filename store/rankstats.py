@@ -37,7 +37,7 @@ import unicodedata
 from bisect import bisect_left
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from itertools import filterfalse
+from itertools import filterfalse, repeat
 from operator import or_
 from typing import Final
 
@@ -277,9 +277,15 @@ _CAPPED: Final = (255).bit_length()
 def term_stats_bytes(terms: Sequence[bytes], prose: Mapping[bytes, int]) -> bytes:
     """The ``term_stats`` bytes of *terms* (sorted, as a vocabulary is), in their order.
 
-    A session's prose holds a fraction of its vocabulary (tool output is most of it), so the
-    bytes start as zeros and each prose term is found by bisection, rather than every
-    vocabulary term looked up in *prose*."""
+    Each prose term's bucket is taken once (C-level, by the counts' order), then every
+    vocabulary term looks its bucket up in one C-level pass (a term prose lacks: 0); a
+    bisection per prose term cost more (S corpus: 0.28 -> 0.25 s). A count past the table
+    (never in practice) takes the bisection."""
+    if not prose:
+        return bytes(len(terms))
+    if max(prose.values()) < _WIDTH:
+        buckets = dict(zip(prose, map(_TABLE.__getitem__, prose.values()), strict=True))
+        return bytes(map(buckets.get, terms, repeat(0)))
     out = bytearray(len(terms))
     n = len(terms)
     for term, count in prose.items():

@@ -140,3 +140,30 @@ def test_cold_bytes_of_a_cut_vocabulary_and_huge_counts() -> None:
     prose = {b"alpha": 70_000, b"beta": 2, b"omega": 9}  # omega: past the vocabulary's cut
     assert term_stats_bytes([b"alpha", b"beta", b"delta"], prose) == bytes([8, 2, 0])
     assert term_stats_bytes([], prose) == b""
+
+
+def _bisected(terms: list[bytes], prose: dict[bytes, int]) -> bytes:
+    """The term_stats bytes as the bisection per prose term made them (the reference)."""
+    from bisect import bisect_left
+
+    out = bytearray(len(terms))
+    for term, count in prose.items():
+        i = bisect_left(terms, term)
+        if i < len(terms) and terms[i] == term:
+            out[i] = min(count, 255).bit_length()
+    return bytes(out)
+
+
+def test_cold_bytes_are_those_a_bisection_per_prose_term_gives() -> None:
+    import random
+
+    rng = random.Random(7)
+    words = [f"w{rng.randrange(5000)}".encode() for _ in range(3000)]
+    for trial in range(40):
+        terms = sorted(set(rng.sample(words, rng.randrange(0, 400))))
+        said = rng.sample(words, rng.randrange(0, 300))  # some past the vocabulary
+        prose = {w: rng.choice([1, 2, 3, 7, 8, 200, 255, 256, 65_535]) for w in said}
+        if trial % 5 == 0 and prose:
+            prose[next(iter(prose))] = 1 << 20  # a count past the lookup table
+        assert term_stats_bytes(terms, prose) == _bisected(terms, prose)
+    assert term_stats_bytes([b"a", b"b"], {}) == bytes(2)
