@@ -96,7 +96,10 @@ def tokenize(text: str) -> list[str]:
         # NFKC is the identity on ASCII and ASCII lowercasing never changes what \w matches,
         # so lowercase once up front. (Not for other text: "İ".lower() adds a combining mark
         # that would split the token, where the seed lowercases each token after matching.)
-        return _WORD.findall(text.lower())
+        # ``_WORD.findall(text.lower())``, three times faster: the byte table lowercases the
+        # letters and turns every ASCII non-word character into a space, so a C-level split
+        # gives the very same tokens (``term_set`` reads ASCII chunks the same way).
+        return text.encode("ascii").translate(_SPLIT_TABLE).decode("ascii").split()
     text = unicodedata.normalize("NFKC", text)
     if "\u0130" in text or "\u03a3" in text:
         tokens = [t.lower() for t in _WORD.findall(text)]

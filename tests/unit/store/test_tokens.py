@@ -107,6 +107,15 @@ def test_ascii_fast_path_equals_the_general_path(text: str) -> None:
     assert tokenize(text) == general
 
 
+def test_the_ascii_byte_table_splits_at_every_non_word_character() -> None:
+    # every ASCII character between two words, and runs of them: the table's split gives
+    # what \w+ gives (control characters, \x1c-\x1f that str.split also splits at, "_")
+    every = "".join(chr(c) for c in range(128))
+    text = "".join(f"Ab{chr(c)}9z" for c in range(128)) + every + "x__Y " + every[::-1]
+    assert tokenize(text) == re.findall(r"\w+", text.lower())
+    assert tokenize("\x1cA\x1dB\x1e_\x1f") == ["a", "b", "_"]
+
+
 def test_context_sensitive_lowercasing_takes_the_token_by_token_path() -> None:
     # final sigma depends on what follows the token; İ lowercases to two code points
     assert tokenize("ΑΣ'Β") == ["ας", "β"]
