@@ -70,7 +70,11 @@ _NIBBLE: Final = 0x10
 _NIBBLES: Final = bytes(range(_NIBBLE, _NIBBLE + 16))
 _NIBBLE_HEX: Final = bytes.maketrans(_NIBBLES, b"0123456789abcdef")
 _NOT_NIBBLE: Final = bytes(c for c in range(256) if c not in _NIBBLES)
-_CONTROL: Final = bytes(range(0x20))
+# Every control character but "\n" as 0x00, every other byte as itself: a blob holds a
+# control character other than its separators exactly when its translation holds a 0x00
+# (one C-level table pass and a memchr; deleting the controls and counting the newlines
+# copied and walked each blob twice, ~5 % of a bucket's encoding on the S corpus).
+_CONTROL_FLAG: Final = bytes(0 if c < 0x20 and c != 0x0A else c for c in range(256))
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,7 +154,7 @@ class _Blocks:
 
 
 def _check(blob: bytes, name: str) -> None:
-    if len(blob) - len(blob.translate(None, _CONTROL)) != blob.count(b"\n"):
+    if b"\x00" in blob.translate(_CONTROL_FLAG):
         raise ValueError(f"a term of {name} holds a control character")
 
 

@@ -163,3 +163,17 @@ def test_a_term_with_a_control_character_is_refused(term: bytes) -> None:
     ds = [DigestVocabulary("a" * 64 + ".digest", b"\n".join(sorted([b"fine", term])))]
     with pytest.raises(ValueError, match="control character"):
         encode_lexicon(ds)
+
+
+def test_every_control_character_but_the_separator_is_refused_in_either_view() -> None:
+    for c in range(0x20):
+        if c == 0x0A:
+            continue
+        bad = b"x" + bytes([c]) + b"y"
+        for active, every in ((bad, None), (b"fine", b"fine\n" + bad)):
+            d = DigestVocabulary("b" * 64 + ".digest", active, every)
+            with pytest.raises(ValueError, match="control character"):
+                encode_lexicon([d])
+    # word bytes and UTF-8 (every byte from 0x20 up) pass
+    fine = b"\n".join(sorted({bytes([c]) + b"z" for c in range(0x20, 256)}))
+    encode_lexicon([DigestVocabulary("c" * 64 + ".digest", fine)])
