@@ -124,3 +124,28 @@ def test_the_real_sessions_hold_no_credential_and_nothing_is_redacted() -> None:
         (f.kind, line[f.start - 30 : f.end]) for line in lines for f in redactor().find(line)
     ]
     assert flagged == []
+
+
+_PIECES = st.sampled_from(['\\"', "\\", '"', "key=", "token", "sk", "é", "✓", " ", "x", "\n"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(_PIECES, _NOISE), max_size=12))
+def test_the_keyword_pass_tells_exactly_whether_a_text_holds_an_escaped_quote(
+    pieces: list[str],
+) -> None:
+    # find() unescapes a text exactly when it holds \" (it used to search for it apart):
+    # the automaton's own pattern must say so for any text, the offsets of a text with
+    # characters past ASCII included, whether or not a keyword occurs
+    text = "".join(pieces)
+    assert redactor()._candidates(text)[1] == ('\\"' in text)
+
+
+def test_a_credential_behind_escaped_quotes_is_found_with_or_without_another_keyword() -> None:
+    for text in (
+        'note \\"password\\": \\"Zq8vR2mLkP4tXw9\\"',
+        '\\"password\\": \\"Zq8vR2mLkP4tXw9\\" é',
+    ):
+        out, found = redactor().redact(text)
+        assert "Zq8vR2mLkP4tXw9" not in out and found, text
+    assert redactor().redact('only \\"quoted\\" words') == ('only \\"quoted\\" words', ())
