@@ -41,6 +41,10 @@ class RunSettings:
     # whole while idle, newest first, up to this many source bytes (and the engine's hot
     # capacity), so the first append to one takes the append path (IndexWorker.plan_warm)
     warm_bytes: int = 4 << 20
+    # ...at most this share of one CPU: after a warm build of d seconds it rests
+    # d * (1 - share) / share, so warming never takes the CPUs a start's other processes
+    # (`query serve` loading, the first queries, the agents themselves) need first
+    warm_share: float = 0.5
     # publisher
     publish_min_s: float = 0.02
     publish_bytes_per_s: float = 20e6
@@ -68,3 +72,5 @@ class RunSettings:
         for name in ("tick_s", "reconcile_s", "flush_s", "publish_min_s", "shutdown_s"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name} must be positive")
+        if not 0 < self.warm_share <= 1:
+            raise ValueError(f"warm_share must be in (0, 1], got {self.warm_share}")
