@@ -272,9 +272,8 @@ class IndexWorker:
             return True
         started = self.clock()
         if started >= self._warm_at and self._warm_one():
-            share = self.settings.warm_share
             ended = self.clock()
-            self._warm_at = ended + (ended - started) * (1 - share) / share
+            self._warm_at = ended + self.settings.warm_rest(ended - started)
             return True
         self._checkpoint(now, idle=True)
         return False
