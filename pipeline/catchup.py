@@ -189,7 +189,11 @@ def catch_up(
     with WorkerPool(processes, inline=True, prepare=lambda: _warm(config)) as pool:
         mailbox = _Tally(report)
         builds = _Builds(pool, report, progress)
-        runner = InlineRunner(config, settings, mailbox=mailbox, builder=builds, now_ns=now_ns)
+        # every new file is built whole, read and hashed by its build: the watcher only
+        # stats it (pipeline.classify)
+        runner = InlineRunner(
+            config, settings, mailbox=mailbox, builder=builds, now_ns=now_ns, hash_new=False
+        )
         # The cold set the publisher plans is the backlog's cold jobs when the index is
         # empty and the batch holds every eligible file (pipeline.early_lexicon).
         builds.from_empty = lambda jobs: (
@@ -222,7 +226,13 @@ def catch_up(
                 worker.fold_deltas()
 
                 def segments(todo: list[tuple[str, ...]]) -> list[str]:
-                    return _segments(pool, config.index_dir, todo, report, builds.early)
+                    # While worker processes build the buckets, the chunk records of the
+                    # manifest about to be published are written here (store.writer): the
+                    # publish finds them, instead of writing them after the last bucket.
+                    def meanwhile() -> None:
+                        runner.writer.stage_chunks(runner.publisher.sessions.values())
+
+                    return _segments(pool, config.index_dir, todo, report, builds.early, meanwhile)
 
                 generation = runner.publisher.finish(clock(), segments, first=True)
                 pool.close()
@@ -282,11 +292,18 @@ def _segments(
     todo: list[tuple[str, ...]],
     report: RunReport,
     early: EarlyBuckets | None,
+    meanwhile: Callable[[], None] = lambda: None,
 ) -> list[str]:
+    """The segment of each bucket of *todo*, in order; *meanwhile* runs here while worker
+    processes build them (when none does, before they are built in this process)."""
     # in worker processes when the sessions were built in them (the pool is up already);
     # a bucket built while the backlog's last sessions were indexed is taken as it is
     handles = {b: h for b in todo if early is not None and (h := early.take(b)) is not None}
     rest = [b for b in todo if b not in handles]
+    if pool.running or len(rest) > 1:
+        handles.update((b, h) for b in rest if (h := pool.submit_bucket(index_dir, b)) is not None)
+        rest = [b for b in rest if b not in handles]
+    meanwhile()
     built = dict(zip(rest, pool.build_buckets(index_dir, rest), strict=True))
     built.update((b, h.get()) for b, h in handles.items())
     report.bytes_written += sum(size for _, size in built.values())

@@ -187,6 +187,11 @@ class WorkerPool:
         self._queue: deque[_Task] = deque()
         self._dead_on_arrival = 0
 
+    @property
+    def running(self) -> bool:
+        """True once worker processes are started (and until ``close``)."""
+        return bool(self._running)
+
     # -- work -------------------------------------------------------------------------------
 
     def index(self, jobs: Sequence[Job], sizes: Mapping[str, int]) -> Iterator[JobResult]:

@@ -56,8 +56,10 @@ class InlineRunner:
         mailbox: Mailbox | None = None,
         builder: Builder | None = None,
         now_ns: Callable[[], int] = time.time_ns,
+        hash_new: bool = True,
     ) -> None:
-        """*builder*: where the worker's whole builds run (``pipeline.catchup``'s pool)."""
+        """*builder*: where the worker's whole builds run (``pipeline.catchup``'s pool);
+        *hash_new*: whether the watcher hashes files nothing is known of (``Watcher``)."""
         self.config = config
         self.settings = replace(settings or RunSettings(), workers=1)
         self.clock = clock
@@ -95,6 +97,7 @@ class InlineRunner:
             published=lambda: self.publisher.position,
             settings=self.settings,
             clock=clock,
+            hash_new=hash_new,
         )
         self._stack = contextlib.ExitStack()
 
