@@ -57,9 +57,11 @@ class InlineRunner:
         builder: Builder | None = None,
         now_ns: Callable[[], int] = time.time_ns,
         hash_new: bool = True,
+        writer: StoreWriter | None = None,
     ) -> None:
         """*builder*: where the worker's whole builds run (``pipeline.catchup``'s pool);
-        *hash_new*: whether the watcher hashes files nothing is known of (``Watcher``)."""
+        *hash_new*: whether the watcher hashes files nothing is known of (``Watcher``);
+        *writer*: the publisher's (one the builder stages chunk records with)."""
         self.config = config
         self.settings = replace(settings or RunSettings(), workers=1)
         self.clock = clock
@@ -68,7 +70,7 @@ class InlineRunner:
         self.journal = journal or FileJournal(
             layout.journal, writable=True, start_at=journal_start(config.index_dir)
         )
-        self.writer = StoreWriter(config.index_dir)
+        self.writer = writer or StoreWriter(config.index_dir)
         self.mailbox = mailbox or Mailbox()
         self.publisher = Publisher(
             config,

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -13,11 +14,13 @@ import pytest
 from pipeline import catchup, lexicon
 from pipeline.catchup import _segments, catch_up
 from pipeline.engine import event_hash
+from pipeline.session_job import Job, JobResult
+from stages.policy import Policy
 from store.config import Config
 from store.journal import FileJournal
-from store.layout import IndexLayout
+from store.layout import IndexLayout, chunk_of
 from store.reader import open_snapshot
-from store.records import Manifest
+from store.records import Manifest, SessionChunk
 from store.writer import StoreWriter
 from tests.helpers import generated
 
@@ -65,26 +68,71 @@ def test_a_pooled_catch_up_stages_its_chunks_and_publishes_what_an_inline_one_do
     monkeypatch.setattr(lexicon, "BUCKET_DIGESTS", 4)
     _, config = generated(tmp_path, sessions=20, mean_kb=4, seed=11, hot_sessions=3)
     inline, pooled = _config_at(tmp_path, config, "inline"), _config_at(tmp_path, config, "pool")
-    staged: list[int] = []
-    stage = StoreWriter.stage_chunks
+    steps: list[str] = []
+    put, segments = StoreWriter.put, catchup._segments
 
-    def counted(self: StoreWriter, sessions: Any) -> None:
-        rows = list(sessions)
-        staged.append(len(rows))
-        stage(self, rows)
+    def put_logged(self: StoreWriter, record: Any) -> tuple[str, int]:
+        if isinstance(record, SessionChunk):
+            steps.append("chunk")
+        return put(self, record)
 
-    monkeypatch.setattr(StoreWriter, "stage_chunks", counted)
+    def segments_logged(*args: Any) -> list[str]:
+        steps.append("segments")
+        return segments(*args)
+
+    publish = StoreWriter.publish
+
+    def publish_logged(self: StoreWriter, manifest: Manifest) -> None:
+        steps.append("publish")
+        publish(self, manifest)
+
+    monkeypatch.setattr(StoreWriter, "put", put_logged)
+    monkeypatch.setattr(StoreWriter, "publish", publish_logged)
+    monkeypatch.setattr(catchup, "_segments", segments_logged)
     # When one catch-up runs inline and one in worker processes
     assert catch_up(inline, processes=1).failed == 0
+    inline_steps, steps[:] = steps[:], []
     monkeypatch.setattr(catchup, "INLINE_BYTES", 0)
     assert catch_up(pooled, processes=2).failed == 0
-    # Then each staged every session's chunk once, and both published the same manifest,
-    # chunk names included
+    # Then both published the same manifest, chunk names included
     a = open_snapshot(inline.index_dir).manifest
     b = open_snapshot(pooled.index_dir).manifest
-    assert staged == [len(a.sessions), len(b.sessions)] and len(a.sessions) >= 20
     assert len(a.lexicon) > 1
     assert _portable(a) == _portable(b)
+    # and each chunk was written once, before the publish: inline while the lexicon was
+    # about to be built, from empty in the pool as soon as its sessions were built
+    chunks = ["chunk"] * len(a.chunks)
+    assert inline_steps == ["segments", *chunks, "publish"]
+    assert steps == [*chunks, "segments", "publish"]
+
+
+def _result(path: str, name: str | None) -> JobResult:
+    state = None if name is None else SimpleNamespace(path=path, index_record=name)
+    return JobResult(path, "pi", state, 0, 0)  # type: ignore[arg-type]
+
+
+def test_from_empty_a_chunk_is_staged_when_its_last_session_is_built() -> None:
+    # Given a backlog whose sessions fall in two chunks, three and two of them
+    paths: dict[int, list[str]] = {}
+    for i in range(2000):
+        path = f"/s/{i}.jsonl"
+        paths.setdefault(chunk_of(path), []).append(path)
+    first, second = [ps for ps in paths.values() if len(ps) >= 6][:2]
+    backlog = [*first[:3], *second[:2]]
+    staged: list[list[str]] = []
+    writer = SimpleNamespace(stage_chunks=lambda rows: staged.append([r.path for r in rows]))
+    chunks = catchup._Chunks(writer, [Job(p, "pi", "cold", Policy(), "/i") for p in backlog])  # type: ignore[arg-type]
+    # When their builds come back, one of them failed, and one is of no job of the backlog
+    chunks.built(_result(first[0], "a"))
+    chunks.built(_result(second[0], "b"))
+    chunks.built(_result(first[5], "x"))  # (not in the backlog: passed over)
+    chunks.built(_result(first[1], None))  # failed: not a row
+    assert staged == []
+    chunks.built(_result(first[2], "c"))
+    # Then a chunk is staged with its built rows once its last session is in, and not before
+    assert staged == [[first[0], first[2]]]
+    chunks.built(_result(second[1], "d"))
+    assert staged == [[first[0], first[2]], [second[0], second[1]]]
 
 
 class _Handle:
