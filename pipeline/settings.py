@@ -41,6 +41,11 @@ class RunSettings:
     # whole while idle, newest first, up to this many source bytes (and the engine's hot
     # capacity), so the first append to one takes the append path (IndexWorker.plan_warm)
     warm_bytes: int = 4 << 20
+    # ...taking, all workers together, at most this share of one CPU: after a warm build of
+    # d seconds a worker rests d * (1 - s) / s, s = warm_share / workers, so warming never
+    # takes the CPUs a start's other processes (`query serve` loading, the first queries,
+    # the agents themselves) need first
+    warm_share: float = 0.5
     # publisher
     publish_min_s: float = 0.02
     publish_bytes_per_s: float = 20e6
@@ -68,3 +73,11 @@ class RunSettings:
         for name in ("tick_s", "reconcile_s", "flush_s", "publish_min_s", "shutdown_s"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name} must be positive")
+        if not 0 < self.warm_share <= 1:
+            raise ValueError(f"warm_share must be in (0, 1], got {self.warm_share}")
+
+    def warm_rest(self, took: float) -> float:
+        """Seconds an index worker rests after a warm build of *took* seconds (``warm_share``
+        of one CPU for all ``workers`` together)."""
+        share = self.warm_share / self.workers
+        return took * (1 - share) / share

@@ -167,6 +167,7 @@ class IndexWorker:
         self._checkpoint_at = 0.0
         # sessions to give hot state while idle, next first (``plan_warm``)
         self._unwarmed: list[str] = []
+        self._warm_at = 0.0  # the clock reading before which warming rests (``warm_share``)
 
     def boot(self) -> None:
         manifest = usable_manifest(self.config.index_dir, self.policy.fingerprint())
@@ -243,7 +244,8 @@ class IndexWorker:
     # -- the loop --------------------------------------------------------------------------
 
     def loop_once(self, now: float) -> bool:
-        """Handle the next journal batch, else one merge; True when it did something."""
+        """Handle the next journal batch, else one merge, else warm one session when its pace
+        allows (``warm_share``); True when it did something."""
         if self._retier_pending:
             self._retier_pending = False
             # a session with an event on the way is built at its new tier by that event
@@ -268,7 +270,10 @@ class IndexWorker:
             return True
         if self._maintain(now):
             return True
-        if self._warm_one():
+        started = self.clock()
+        if started >= self._warm_at and self._warm_one():
+            ended = self.clock()
+            self._warm_at = ended + self.settings.warm_rest(ended - started)
             return True
         self._checkpoint(now, idle=True)
         return False

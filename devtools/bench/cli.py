@@ -5,8 +5,10 @@
 Order: generate the corpus and plant the canaries; build our index from empty and rerun it
 (no-op); build the FTS5 baseline; measure warm recall per query group through our query
 process, the FTS5 index and ``rg -F``; time the ``query recall`` CLI; run the quality checks;
-run agentsview (``--peers``); finally append to 20 sessions with ``pipeline run`` and the query
-process live and measure append-to-searchable latency. See the README section "Benchmark".
+run agentsview (``--peers``); append to 20 sessions with ``pipeline run`` and the query
+process live and measure append-to-searchable latency; finally start both again together and
+time the first append made while they start (``bench.first --while-starting --cli``). See the
+README section "Benchmark".
 """
 
 from __future__ import annotations
@@ -57,6 +59,12 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--cli-runs", type=int, default=10)
     p.add_argument("--fresh-count", type=int, default=100, help="appends (0 skips freshness)")
     p.add_argument("--fresh-rate", type=float, default=5.0, help="appends per second")
+    p.add_argument(
+        "--start-rounds",
+        type=int,
+        default=5,
+        help="rounds of the first append while query serve and pipeline run start (0 skips)",
+    )
     p.add_argument("--no-rg", action="store_true", help="skip the rg baseline")
     p.add_argument(
         "--quality-sample",
@@ -463,6 +471,21 @@ def _run(ns: argparse.Namespace, work: Path) -> dict[str, Any]:
     finally:
         if serve is not None:
             serve.stop()
+    if ns.start_rounds > 0:
+        from devtools.bench.first import while_starting
+
+        _log(
+            f"first append while query serve and pipeline run start: {ns.start_rounds} rounds, "
+            "probed by a new query recall process each time"
+        )
+        res["fresh_start"] = while_starting(
+            cfg,
+            _fresh_sessions(corpus, manifest),
+            ns.start_rounds,
+            9,
+            ns.fresh_rate,
+            cli=True,
+        )
     res["machine"]["loadavg_end"] = [round(x, 2) for x in os.getloadavg()]
     res["targets"] = evaluate(res)
     return res

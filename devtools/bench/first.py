@@ -68,7 +68,9 @@ def main() -> int:
     _build(cfg, index, None)
     sessions = _fresh_sessions(corpus, manifest)
     if ns.while_starting:
-        return _while_starting(cfg, sessions, ns.rounds, ns.next, ns.rate, cli=ns.cli)
+        summary = while_starting(cfg, sessions, ns.rounds, ns.next, ns.rate, cli=ns.cli)
+        sys.stdout.write(json.dumps(summary) + "\n")
+        return 0
     notes: list[str] = []
     serve = _Serve.start(cfg, index, notes)
     fresh = argparse.Namespace(fresh_rate=ns.rate, fresh_count=ns.count)
@@ -105,10 +107,12 @@ def main() -> int:
     return 0
 
 
-def _while_starting(
+def while_starting(
     cfg: Path, sessions: list[list[str]], rounds: int, following: int, rate: float, *, cli: bool
-) -> int:
-    """The first append while everything starts, then *following* more (module docstring)."""
+) -> dict[str, Any]:
+    """The first append while everything starts, then *following* more (module docstring):
+    the summary of *rounds* rounds. No ``query serve`` or ``pipeline run`` may be running
+    over *cfg*'s index (each round starts both)."""
     from query.transport import Backend  # imported before the spawn: not billed to the round
     from store.config import load_config
     from store.errors import StoreError
@@ -205,8 +209,7 @@ def _while_starting(
         "next_ms": percentiles(following_ms),
         "probe": "query recall CLI" if cli else "in-process client",
     }
-    sys.stdout.write(json.dumps(summary) + "\n")
-    return 0
+    return summary
 
 
 if __name__ == "__main__":

@@ -77,6 +77,24 @@ def evaluate(res: dict[str, Any]) -> list[dict[str, Any]]:
             ok = first is not None and first <= p95
             shown = None if first is None else round(first, 1)
             out.append(_target("fresh_first_ms", shown, "<= the steady p95", ok))
+    start = res.get("fresh_start")
+    if start:
+        first, following = start.get("first_median_ms"), start["next_ms"].get("p95")
+        ok = (
+            first is not None
+            and following is not None
+            and first <= following
+            and not start["first_missed"]
+        )
+        out.append(
+            _target(
+                "fresh_first_while_starting_ms",
+                first,
+                "median <= the p95 of the appends after it",
+                ok,
+                next_p95=following,
+            )
+        )
     noop = res["build"]["noop"]
     written = max(
         noop["report_bytes_written"] or 0, noop["index_bytes_changed"], noop["kernel_write_bytes"]
@@ -274,6 +292,18 @@ def render(res: dict[str, Any]) -> str:
                 f"  agentsview  {_fmt_lat(f.get('latency_ms'))}  "
                 f"({f.get('appends')} appends, {f.get('missed')} missed)"
             )
+    start = res.get("fresh_start")
+    if start:
+        following = start["next_ms"]
+        if not fresh:
+            lines.append("")
+        lines.append(
+            f"  sessiondex  first append while `query serve` and `pipeline run` start "
+            f"(probed by a new `query recall` each time, {start['rounds']} rounds): "
+            f"median {start['first_median_ms']} / max {start['first_max_ms']} ms, "
+            f"{start['first_missed']} missed; the {following.get('n')} after it "
+            f"p50 {following.get('p50')} / p95 {following.get('p95')} ms"
+        )
     size = res.get("size_", {})
     if size:
         ratio = {k: v if v is not None else float("nan") for k, v in size["ratio"].items()}

@@ -122,3 +122,59 @@ def test_warming_folds_deltas_a_previous_run_left_and_publishes_the_clean_build(
         assert runner.worker.engine.counters.warmed == 1
     assert not open_snapshot(config.index_dir).session(str(a)).index_deltas  # type: ignore[union-attr]
     assert_converged(config, tmp_path)
+
+
+@pytest.mark.parametrize(("share", "rest"), [(0.5, 0.25), (0.25, 0.75), (1.0, 0.0)])
+def test_warming_rests_in_proportion_to_its_builds(pi: PiRoot, share: float, rest: float) -> None:
+    """Warming takes at most ``warm_share`` of a CPU: after a build of 0.25 s the (one)
+    worker waits 0.25 s at one half, 0.75 s at one quarter, not at all at 1. A start's
+    other processes (the query server loading, the first queries) get the rest (issue 22
+    item 11); an append is handled at once meanwhile."""
+    config = pi.write_config()
+    sessions = {
+        f"s{k}": pi.session(f"s{k}", pi_session(f"s{k}", 4), mtime_s=1000 + k) for k in range(8)
+    }
+    _build(config)
+    clock = FakeClock()
+    settings = replace(SETTINGS, warm_share=share)
+    with InlineRunner(config, settings, clock=clock) as runner:
+        worker = runner.worker
+        build = worker.engine.warm
+
+        def slow_build(*args: object, **kwargs: object) -> object:
+            clock.advance(0.25)
+            return build(*args, **kwargs)  # type: ignore[arg-type]
+
+        worker.engine.warm = slow_build  # type: ignore[method-assign]
+        worker.plan_warm()
+        counters = worker.engine.counters
+        assert worker.loop_once(clock()) and counters.warmed == 1
+        if rest:
+            assert not worker.loop_once(clock())  # resting, and nothing else to do
+            name = "s7"  # the newest: warm now
+            append_lines(sessions[name], lines_for(name, 1, start=4, parent=f"{name}-3"))
+            runner.notice(str(sessions[name]))
+            runner.watcher.loop_once(clock())
+            assert worker.loop_once(clock()) and counters.appends == 1  # not held by the pace
+            clock.advance(rest - 0.0625)
+            assert not worker.loop_once(clock()) and counters.warmed == 1
+            clock.advance(0.0625)
+        assert worker.loop_once(clock()) and counters.warmed == 2
+
+
+@pytest.mark.parametrize(
+    ("share", "workers", "rest"), [(0.5, 1, 1.0), (0.5, 2, 3.0), (0.5, 4, 7.0), (1.0, 2, 1.0)]
+)
+def test_all_workers_together_warm_within_the_share(
+    share: float, workers: int, rest: float
+) -> None:
+    """Each of *workers* takes its part of the share: two at one half rest three times
+    their build, so that the two together never take more than half a CPU."""
+    settings = replace(SETTINGS, warm_share=share, workers=workers)
+    assert settings.warm_rest(0.5) == pytest.approx(rest * 0.5)
+
+
+@pytest.mark.parametrize("share", [0.0, -0.5, 1.5])
+def test_a_warm_share_outside_zero_to_one_is_refused(share: float) -> None:
+    with pytest.raises(ValueError, match="warm_share"):
+        replace(SETTINGS, warm_share=share)
