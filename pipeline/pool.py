@@ -10,7 +10,8 @@ hold), as the publisher's background lexicon builds do beside their heartbeat th
 
 ::
 
-    parent: tasks (FIFO; a retry goes first) ─► an idle worker, over its own pipe
+    parent: tasks (FIFO; a retry, or a bucket sent ahead, goes first) ─► an idle worker,
+            over its own pipe
             wait(every busy worker's pipe and process sentinel)
               a result          ─► the task is done; the worker takes the next one
               the process ended ─► "died": a replacement is started, and
