@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import sys
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -41,6 +42,7 @@ from pipeline.workers import WorkerBatch
 from store.config import Config
 from store.errors import DiskFull, SchemaVersionError, SnapshotMissing
 from store.journal import Journal
+from store.layout import chunk_of
 from store.reader import open_snapshot
 from store.reasons import DISK_FULL, MAX_SYNC_SESSIONS, MAX_SYNC_SOURCE_BYTES
 from store.records import SessionState
@@ -111,11 +113,41 @@ class _Tally(Mailbox):
         super().put(batch)
 
 
+class _Chunks:
+    """From empty, the chunk records of the manifest to publish (``StoreWriter.stage_chunks``),
+    each written as soon as every session of the backlog it holds is built, while the pool
+    builds the rest: the publish after the last build finds them written.
+
+    A guess, as the early buckets are: the rows are the states the builds made, and a chunk
+    whose rows the publish finds different (a session that failed and was built again in this
+    process, a version the archive brought back) is written then, this one left as garbage.
+    """
+
+    def __init__(self, writer: StoreWriter, jobs: Sequence[Job]) -> None:
+        self.writer = writer
+        self._chunk = {j.path: chunk_of(j.path) for j in jobs}  # the jobs not built yet
+        self._left = Counter(self._chunk.values())
+        self._rows: dict[int, list[SessionState]] = {}
+
+    def built(self, result: JobResult) -> None:
+        k = self._chunk.pop(result.path, None)
+        if k is None:
+            return
+        if result.state is not None:
+            self._rows.setdefault(k, []).append(result.state)
+        self._left[k] -= 1
+        if not self._left[k]:
+            del self._left[k]
+            self.writer.stage_chunks(self._rows.pop(k, []))
+
+
 class _Builds:
     """Whole builds of the backlog in the pool; counts them and shows progress."""
 
-    def __init__(self, pool: WorkerPool, report: RunReport, progress: Progress | None) -> None:
-        self.pool, self.report, self.progress = pool, report, progress
+    def __init__(
+        self, pool: WorkerPool, report: RunReport, progress: Progress | None, writer: StoreWriter
+    ) -> None:
+        self.pool, self.report, self.progress, self.writer = pool, report, progress, writer
         # whether a batch of jobs is the whole backlog of an empty index (set by catch_up)
         self.from_empty: Callable[[Sequence[Job]], bool] = lambda jobs: False
         self.early: EarlyBuckets | None = None  # the lexicon buckets built meanwhile
@@ -123,9 +155,10 @@ class _Builds:
     def __call__(self, jobs: Sequence[Job], sizes: Mapping[str, int]) -> Iterator[JobResult]:
         total = sum(sizes.values())
         self.pool.inline = total < INLINE_BYTES
-        early = None
+        early = chunks = None
         if self.early is None and not self.pool.inline and self.from_empty(jobs):
             early = self.early = EarlyBuckets(self.pool, Path(jobs[0].index_dir), jobs, sizes)
+            chunks = _Chunks(self.writer, jobs)
         if early is not None:
             ordered = early.order(jobs, sizes)
         else:
@@ -135,6 +168,8 @@ class _Builds:
         for done, result in enumerate(self.pool.index(ordered, sizes), 1):
             if early is not None:
                 early.built(result)
+            if chunks is not None and not (result.retired or result.dropped):
+                chunks.built(result)
             if result.reason == DISK_FULL:
                 # Publishing needs room too: stop, keep what is published, say where.
                 raise DiskFull(Path(ordered[0].index_dir))
@@ -188,8 +223,19 @@ def catch_up(
     clock = time.monotonic
     with WorkerPool(processes, inline=True, prepare=lambda: _warm(config)) as pool:
         mailbox = _Tally(report)
-        builds = _Builds(pool, report, progress)
-        runner = InlineRunner(config, settings, mailbox=mailbox, builder=builds, now_ns=now_ns)
+        writer = StoreWriter(config.index_dir)
+        builds = _Builds(pool, report, progress, writer)
+        # every new file is built whole, read and hashed by its build: the watcher only
+        # stats it (pipeline.classify)
+        runner = InlineRunner(
+            config,
+            settings,
+            mailbox=mailbox,
+            builder=builds,
+            now_ns=now_ns,
+            hash_new=False,
+            writer=writer,
+        )
         # The cold set the publisher plans is the backlog's cold jobs when the index is
         # empty and the batch holds every eligible file (pipeline.early_lexicon).
         builds.from_empty = lambda jobs: (
@@ -222,7 +268,13 @@ def catch_up(
                 worker.fold_deltas()
 
                 def segments(todo: list[tuple[str, ...]]) -> list[str]:
-                    return _segments(pool, config.index_dir, todo, report, builds.early)
+                    # While worker processes build the buckets, the chunk records of the
+                    # manifest about to be published are written here (store.writer): the
+                    # publish finds them, instead of writing them after the last bucket.
+                    def meanwhile() -> None:
+                        runner.writer.stage_chunks(runner.publisher.sessions.values())
+
+                    return _segments(pool, config.index_dir, todo, report, builds.early, meanwhile)
 
                 generation = runner.publisher.finish(clock(), segments, first=True)
                 pool.close()
@@ -282,11 +334,18 @@ def _segments(
     todo: list[tuple[str, ...]],
     report: RunReport,
     early: EarlyBuckets | None,
+    meanwhile: Callable[[], None] = lambda: None,
 ) -> list[str]:
+    """The segment of each bucket of *todo*, in order; *meanwhile* runs here while worker
+    processes build them (when none does, before they are built in this process)."""
     # in worker processes when the sessions were built in them (the pool is up already);
     # a bucket built while the backlog's last sessions were indexed is taken as it is
     handles = {b: h for b in todo if early is not None and (h := early.take(b)) is not None}
     rest = [b for b in todo if b not in handles]
+    if pool.running or len(rest) > 1:
+        handles.update((b, h) for b in rest if (h := pool.submit_bucket(index_dir, b)) is not None)
+        rest = [b for b in rest if b not in handles]
+    meanwhile()
     built = dict(zip(rest, pool.build_buckets(index_dir, rest), strict=True))
     built.update((b, h.get()) for b, h in handles.items())
     report.bytes_written += sum(size for _, size in built.values())

@@ -6,6 +6,7 @@
       gone, or not a regular file ─────────────────────────────► delete (if known)
       same stamp ──────────────────────────────────────────────► nothing
       unknown, new inode, shrunk ──────────────────────────────► rewrite (hash it whole)
+        (unknown, in a catch-up: the stat alone; its worker hashes what it reads)
       same size, new stamp: whole hash equal ──────────────────► append of nothing (new stamp)
                                        differs ────────────────► rewrite
       grown: prefix unchanged? ── yes ─► read only the new bytes ► append [old size, new size)
@@ -93,12 +94,25 @@ def known_from_event(event: SourceEvent) -> Known | None:
 
 
 def classify(
-    path: str, agent: str, known: Known | None, now_ns: int, limit: int | None = None
+    path: str,
+    agent: str,
+    known: Known | None,
+    now_ns: int,
+    limit: int | None = None,
+    *,
+    hash_new: bool = True,
 ) -> tuple[SourceEvent | None, Known | None]:
     """The event this file's current state makes (None: nothing new) and what is known after.
 
     A file larger than *limit* (``[sources] maxFileBytes``) is not hashed: the worker will not
-    read it either (``oversized_file``), and hashing a 1 GiB sparse file alone took 8 s."""
+    read it either (``oversized_file``), and hashing a 1 GiB sparse file alone took 8 s.
+
+    Without *hash_new*, a file nothing was known of is not read either: its rewrite event
+    carries no hash (as an unreadable file's does). A catch-up asks for that: its worker builds
+    every changed session whole and reads and hashes the file itself, so the watcher's hash of
+    a new file would only be compared by a later event of the same process, and there is
+    none (a from-empty build hashed all of its sources twice, serially first). What is known
+    is still hashed: its hash tells a touched file (a restamp) from a rewrite."""
     try:
         st = os.stat(path, follow_symlinks=False)
     except OSError:
@@ -109,7 +123,7 @@ def classify(
         return _delete(path, known, now_ns), None
     if known is not None and known.stamp == _stamp(st) and known.agent == agent:
         return None, known
-    if limit is not None and st.st_size > limit:
+    if (limit is not None and st.st_size > limit) or (known is None and not hash_new):
         after = Known(agent, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns, None)
         return _event("rewrite", path, after, 0, now_ns), after
     try:

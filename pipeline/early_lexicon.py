@@ -1,15 +1,19 @@
 """Cold lexicon buckets built while a catch-up from empty still indexes its last sessions.
 
-A catch-up builds the lexicon once the backlog is indexed, and the backlog's tail leaves a
-worker idle while the other finishes its last sessions. From empty, the cold set the
-publisher will plan is known before the sessions are built (the backlog's cold jobs, when
-each builds), and so are its buckets (``pipeline.lexicon``: a function of the cold set)::
+A catch-up builds the lexicon once the backlog is indexed: a bucket's segment is a long task
+(a third of a second and more), and a few of them left for the end leave a worker idle while
+the other finishes the last one. From empty, the cold set the publisher will plan is known
+before the sessions are built (the backlog's cold jobs, when each builds), and so are its
+buckets (``pipeline.lexicon``: a function of the cold set)::
 
     backlog ─► the cold jobs' buckets, cut as the plan will cut them
-    order   ─► one bucket's sessions (the fewest bytes) last, each group biggest first
-    a bucket whose every session is built ─► its segment, queued behind the index units
-                                              (it runs when a worker has no session left)
+    order   ─► the cold jobs biggest first, then the hot ones (in no bucket) biggest first
+    a bucket whose every session is built ─► its segment, queued ahead of the index units
+                                              left (the hot sessions, the last cold ones)
     publish ─► the plan's buckets: one built early is taken, any other built then
+
+So the long tasks start as soon as they can and the hot sessions' builds, in small pool
+messages (``pipeline.pool``), fill in around them to the end: the workers finish together.
 
 The plan alone decides what is published, so the index is the one a catch-up without
 this publishes. A wrong guess (a session that failed, an old version the archive brought
@@ -41,27 +45,14 @@ class EarlyBuckets:
         count = bucket_count(len(cold))
         self._bucket = {path: bucket_of(path, count) for path in cold}
         self._left = Counter(self._bucket.values())
-        weight: Counter[int] = Counter()
-        for path, bucket in self._bucket.items():
-            weight[bucket] += sizes[path]
-        # (one bucket: nothing to build before the end, so the order stays biggest first)
-        self._last = min(weight, key=lambda b: (weight[b], b)) if len(weight) > 1 else None
         self._names: dict[int, list[str]] = {b: [] for b in self._left}
         self._off: set[int] = set()
         self._handles: dict[tuple[str, ...], BucketHandle] = {}
 
     def order(self, jobs: Sequence[Job], sizes: Mapping[str, int]) -> list[Job]:
-        """*jobs* biggest first, but the last bucket's after every other (so the other
-        buckets are built by the time the index units run out)."""
-        last = self._last
-        return sorted(
-            jobs,
-            key=lambda j: (
-                last is not None and self._bucket.get(j.path) == last,
-                -sizes[j.path],
-                j.path,
-            ),
-        )
+        """*jobs* biggest first, the cold ones (in buckets) before the hot ones (in none):
+        every bucket can be built while the hot sessions still are."""
+        return sorted(jobs, key=lambda j: (j.path not in self._bucket, -sizes[j.path], j.path))
 
     def built(self, result: JobResult) -> None:
         """Count *result* in; queue its bucket's build when it was the bucket's last."""
@@ -80,7 +71,7 @@ class EarlyBuckets:
         if self._left[bucket] or bucket in self._off:
             return
         digests = tuple(sorted(self._names[bucket]))
-        handle = self.pool.submit_bucket(self.index_dir, digests)
+        handle = self.pool.submit_bucket(self.index_dir, digests, ahead=True)
         if handle is not None:
             self._handles[digests] = handle
 

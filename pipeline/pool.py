@@ -10,7 +10,8 @@ hold), as the publisher's background lexicon builds do beside their heartbeat th
 
 ::
 
-    parent: tasks (FIFO; a retry goes first) ─► an idle worker, over its own pipe
+    parent: tasks (FIFO; a retry, or a bucket sent ahead, goes first) ─► an idle worker,
+            over its own pipe
             wait(every busy worker's pipe and process sentinel)
               a result          ─► the task is done; the worker takes the next one
               the process ended ─► "died": a replacement is started, and
@@ -72,6 +73,8 @@ _READY: Final = "ready"
 # Tasks sent to a worker ahead of its answers: the next one is waiting in its pipe when it
 # finishes, instead of a round trip through the parent later.
 _SENT_PER_WORKER: Final = 2
+# The smallest run of sessions in one message, as a fraction of the usual: the last ones.
+_LAST_UNITS: Final = 8
 
 
 class WorkerDied(Exception):
@@ -185,7 +188,14 @@ class WorkerPool:
         self._ctx: Any = None
         self._running: list[_Worker] = []
         self._queue: deque[_Task] = deque()
+        # tasks handed out before any queued one: lexicon buckets built while jobs still run
+        self._ahead: deque[_Task] = deque()
         self._dead_on_arrival = 0
+
+    @property
+    def running(self) -> bool:
+        """True once worker processes are started (and until ``close``)."""
+        return bool(self._running)
 
     # -- work -------------------------------------------------------------------------------
 
@@ -262,13 +272,18 @@ class WorkerPool:
         handles = [self._bucket(index_dir, bucket) for bucket in buckets]
         return [h.get() for h in handles]
 
-    def submit_bucket(self, index_dir: Path, bucket: tuple[str, ...]) -> BucketHandle | None:
-        """Start building one bucket while jobs still run (None when this pool is inline)."""
+    def submit_bucket(
+        self, index_dir: Path, bucket: tuple[str, ...], *, ahead: bool = False
+    ) -> BucketHandle | None:
+        """Start building one bucket while jobs still run (None when this pool is inline);
+        *ahead*: before the jobs still queued (behind the buckets queued so before it)."""
         if self.inline:
             return None
-        return self._bucket(index_dir, bucket)
+        return self._bucket(index_dir, bucket, ahead=ahead)
 
-    def _bucket(self, index_dir: Path, bucket: tuple[str, ...]) -> BucketHandle:
+    def _bucket(
+        self, index_dir: Path, bucket: tuple[str, ...], *, ahead: bool = False
+    ) -> BucketHandle:
         def died(dead: _Task, how: str) -> None:
             if dead.deaths < _BUCKET_ATTEMPTS:
                 self._queue.appendleft(dead)
@@ -280,7 +295,7 @@ class WorkerPool:
             dead.settled = True
 
         task = _Task(self.build_bucket, (str(index_dir), bucket), died)
-        self._queue.append(task)
+        (self._ahead if ahead else self._queue).append(task)
         return BucketHandle(self, task)
 
     # -- the processes ----------------------------------------------------------------------
@@ -303,7 +318,7 @@ class WorkerPool:
         return True
 
     def _dispatch(self) -> None:
-        if not self._queue:
+        if not self._queue and not self._ahead:
             return
         if not self._running:
             for _ in range(self.workers):
@@ -311,8 +326,8 @@ class WorkerPool:
         for worker in list(self._running):
             if not worker.tasks and not worker.process.is_alive():
                 worker = self._bury(worker)  # it died idle: only its replacement gets work
-            while len(worker.tasks) < _SENT_PER_WORKER and self._queue:
-                task = self._queue.popleft()
+            while len(worker.tasks) < _SENT_PER_WORKER and (self._ahead or self._queue):
+                task = (self._ahead or self._queue).popleft()
                 try:
                     worker.conn.send((task.fn, task.args))
                 except OSError:  # it just died: its sentinel says so at the next wait
@@ -414,6 +429,7 @@ class WorkerPool:
             worker.conn.close()
             worker.process.close()
         self._queue.clear()
+        self._ahead.clear()
 
     def terminate(self) -> None:
         for worker in self._running:
@@ -514,22 +530,30 @@ class BackgroundBuilds:
 def _units(jobs: Sequence[Job], sizes: Mapping[str, int], workers: int) -> list[list[Job]]:
     """*jobs* (biggest first) in runs of consecutive jobs, one pool message each.
 
-    The parent wakes for every result message, taking CPU from the workers, so small
-    sessions go several to a message. A run holds up to 1/``UNITS_PER_WORKER`` of a worker's
-    share of the source bytes: a big session is a message of its own, and no message keeps one
-    worker busy long after the others are done.
+    The parent wakes for every result message, taking CPU from the workers, and each message
+    makes its records durable in one round of fsyncs, so small sessions go several to a
+    message. A run holds up to 1/``UNITS_PER_WORKER`` of a worker's share of the source bytes:
+    a big session is a message of its own. Towards the end runs get smaller (half of each
+    worker's share of what is left, down to 1/8 of the cap): the last messages end close
+    together instead of one worker running on alone with a full run while the others are done.
     """
-    cap = max(1, sum(sizes[j.path] for j in jobs) // (workers * UNITS_PER_WORKER))
+    left = sum(sizes[j.path] for j in jobs)
+    cap = max(1, left // (workers * UNITS_PER_WORKER))
+    floor = max(1, cap // _LAST_UNITS)
     units: list[list[Job]] = []
     unit: list[Job] = []
     used = 0
+    limit = cap
     for job in jobs:
         size = sizes[job.path]
-        if unit and used + size > cap:
+        if unit and used + size > limit:
             units.append(unit)
             unit, used = [], 0
+        if not unit:
+            limit = min(cap, max(floor, left // (2 * workers)))
         unit.append(job)
         used += size
+        left -= size
     if unit:
         units.append(unit)
     return units

@@ -56,8 +56,12 @@ class InlineRunner:
         mailbox: Mailbox | None = None,
         builder: Builder | None = None,
         now_ns: Callable[[], int] = time.time_ns,
+        hash_new: bool = True,
+        writer: StoreWriter | None = None,
     ) -> None:
-        """*builder*: where the worker's whole builds run (``pipeline.catchup``'s pool)."""
+        """*builder*: where the worker's whole builds run (``pipeline.catchup``'s pool);
+        *hash_new*: whether the watcher hashes files nothing is known of (``Watcher``);
+        *writer*: the publisher's (one the builder stages chunk records with)."""
         self.config = config
         self.settings = replace(settings or RunSettings(), workers=1)
         self.clock = clock
@@ -66,7 +70,7 @@ class InlineRunner:
         self.journal = journal or FileJournal(
             layout.journal, writable=True, start_at=journal_start(config.index_dir)
         )
-        self.writer = StoreWriter(config.index_dir)
+        self.writer = writer or StoreWriter(config.index_dir)
         self.mailbox = mailbox or Mailbox()
         self.publisher = Publisher(
             config,
@@ -95,6 +99,7 @@ class InlineRunner:
             published=lambda: self.publisher.position,
             settings=self.settings,
             clock=clock,
+            hash_new=hash_new,
         )
         self._stack = contextlib.ExitStack()
 

@@ -82,8 +82,12 @@ class Watcher:
         settings: RunSettings,
         clock: Callable[[], float] = time.monotonic,
         now_ns: Callable[[], int] = time.time_ns,
+        hash_new: bool = True,
     ) -> None:
+        """*hash_new*: hash the files nothing is known of (``pipeline.classify.classify``);
+        a catch-up, which builds each of them whole, does not."""
         self.config = config
+        self.hash_new = hash_new
         self.journal = journal
         self.policy = policy
         self.published = published
@@ -199,7 +203,8 @@ class Watcher:
                 limit = self.config.max_file_bytes
                 event, after = classify_member(path, agent, known, now_ns, layout, limit)
             else:
-                event, after = classify(path, agent, known, now_ns, self.config.max_file_bytes)
+                limit = self.config.max_file_bytes
+                event, after = classify(path, agent, known, now_ns, limit, hash_new=self.hash_new)
             if after is None:
                 self.view.pop(path, None)
             else:

@@ -92,3 +92,20 @@ def index_if_warm(jobs: Sequence[Job]) -> list[JobResult]:
     if WARMED != ["warm"]:
         raise RuntimeError(f"a cold worker: {WARMED}")
     return index_sessions(jobs)
+
+
+def _log_to(index_dir: str, line: str) -> None:
+    with (Path(index_dir).parent / "order.log").open("a") as log:
+        log.write(line + "\n")
+
+
+def index_logged(jobs: Sequence[Job]) -> list[JobResult]:
+    """Index the jobs, first writing down which message this is (its first job's name)."""
+    _log_to(jobs[0].index_dir, f"unit {Path(jobs[0].path).name}")
+    return index_sessions(jobs)
+
+
+def bucket_logged(index_dir: str, digests: tuple[str, ...]) -> tuple[str, int]:
+    """Write down which bucket runs (its first digest), build nothing."""
+    _log_to(index_dir, f"bucket {digests[0]}")
+    return digests[0], 0

@@ -30,7 +30,8 @@ class _Pool:
     def __init__(self) -> None:
         self.queued: list[tuple[str, ...]] = []
 
-    def submit_bucket(self, index_dir: Path, bucket: tuple[str, ...]) -> Any:
+    def submit_bucket(self, index_dir: Path, bucket: tuple[str, ...], *, ahead: bool) -> Any:
+        assert ahead  # before the index units still queued
         self.queued.append(bucket)
         return SimpleNamespace(bucket=bucket)
 
@@ -54,11 +55,8 @@ def test_a_bucket_is_queued_when_its_last_session_is_built_and_not_before(
     early = EarlyBuckets(pool, Path("/nowhere"), jobs, sizes)  # type: ignore[arg-type]
     count = bucket_count(8)
     ordered = early.order(jobs, sizes)
-    assert sorted(ordered, key=lambda j: j.path) == sorted(jobs, key=lambda j: j.path)
-    # the last bucket's sessions come after every other one's
-    last = [bucket_of(j.path, count) for j in ordered if j.tier == COLD][-1]
-    tail = [j for j in ordered if j.tier == COLD and bucket_of(j.path, count) == last]
-    assert ordered[-len(tail) :] == tail
+    # the cold sessions biggest first, then the hot one (the biggest, in no bucket)
+    assert ordered == sorted(jobs[:-1], key=lambda j: -sizes[j.path]) + jobs[-1:]
     failed = next(j for j in ordered if j.tier == COLD)  # its bucket is left out
     names = {j.path: f"{i:064x}.digest" for i, j in enumerate(ordered)}
     expect: dict[int, list[str]] = {}
@@ -119,9 +117,14 @@ def test_a_catch_up_from_empty_takes_its_early_buckets_and_publishes_the_same_in
     )
 
 
-def test_with_one_bucket_the_order_stays_biggest_first() -> None:
-    # (BUCKET_DIGESTS is 256: eight cold sessions make one bucket, built at the end anyway)
-    jobs = [_job(f"/s/{i}.jsonl") for i in range(8)] + [_job("/s/hot.jsonl", HOT)]
+def test_the_order_is_biggest_first_the_hot_sessions_after_the_cold_ones() -> None:
+    # (BUCKET_DIGESTS is 256: eight cold sessions make one bucket)
+    jobs = [_job(f"/s/{i}.jsonl") for i in range(8)]
+    jobs += [_job(f"/s/hot{i}.jsonl", HOT) for i in range(3)]
     sizes = {j.path: 100 + (i * 7) % 9 for i, j in enumerate(jobs)}
     early = EarlyBuckets(_Pool(), Path("/nowhere"), jobs, sizes)  # type: ignore[arg-type]
-    assert early.order(jobs, sizes) == sorted(jobs, key=lambda j: (-sizes[j.path], j.path))
+    by_size = sorted(jobs, key=lambda j: (-sizes[j.path], j.path))
+    assert early.order(jobs, sizes) == [j for j in by_size if j.tier == COLD] + [
+        j for j in by_size if j.tier == HOT
+    ]
+    assert max(sizes[j.path] for j in jobs if j.tier == HOT) > min(sizes.values())

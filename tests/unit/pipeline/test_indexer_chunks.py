@@ -21,8 +21,30 @@ def test_big_sessions_go_alone_and_small_ones_together() -> None:
     units = _units(jobs, by_path, 2)
     cap = sum(sizes) // (2 * UNITS_PER_WORKER)
     assert [len(u) for u in units[:2]] == [1, 1]
-    assert all(len(u) == cap // 100 for u in units[2:-1])
+    lengths = [len(u) for u in units[2:]]
+    # full runs, then (the last few caps' worth) smaller and smaller ones, down to 1/8 of one
+    full = cap // 100
+    shrinks = next(i for i, n in enumerate(lengths) if n < full)
+    assert shrinks > len(lengths) // 2
+    assert lengths[:shrinks] == [full] * shrinks
+    assert lengths[shrinks:-1] == sorted(lengths[shrinks:-1], reverse=True)
+    assert min(lengths[shrinks:-1]) == cap // 8 // 100
     assert len(units) < 100
+
+
+def test_the_last_runs_are_small_so_workers_finish_together() -> None:
+    sizes = [100] * 2000
+    jobs, by_path = jobs_of(sizes)
+    units = _units(jobs, by_path, 2)
+    cap = sum(sizes) // (2 * UNITS_PER_WORKER)
+    bytes_of = [sum(by_path[j.path] for j in u) for u in units]
+    assert bytes_of[0] == cap // 100 * 100
+    # what is left when each run starts: never more than half a worker's share of it in one
+    left = sum(sizes)
+    for size in bytes_of:
+        assert size <= max(cap // 8, left // 4)
+        left -= size
+    assert bytes_of[-1] <= cap // 8
 
 
 @given(

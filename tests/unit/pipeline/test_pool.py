@@ -109,6 +109,32 @@ def test_the_same_sessions_index_the_same_in_workers_and_inline(
     assert all(s is not None for s in spawned.values())
 
 
+def test_a_bucket_submitted_ahead_runs_before_the_messages_still_queued(
+    corpus: list[Path], tmp_path: Path
+) -> None:
+    healthy = _healthy(corpus)
+    jobs, _ = _jobs(healthy, tmp_path / "index")
+    sizes = {j.path: 1000 for j in jobs}  # each session a message of its own (one worker)
+    names = [Path(j.path).name for j in jobs]
+    pool = WorkerPool(
+        1,
+        inline=False,
+        index_unit=pool_helpers.index_logged,
+        build_bucket=pool_helpers.bucket_logged,
+    )
+    with pool:
+        results = pool.index(jobs, sizes)
+        next(results)  # the first message answered, the second one sent already
+        behind = pool.submit_bucket(tmp_path / "index", ("behind",))
+        ahead = pool.submit_bucket(tmp_path / "index", ("ahead",), ahead=True)
+        assert len(list(results)) == len(jobs) - 1
+        assert behind is not None and ahead is not None
+        assert (ahead.get(), behind.get()) == (("ahead", 0), ("behind", 0))
+    order = (tmp_path / "order.log").read_text().splitlines()
+    units = [f"unit {n}" for n in names]
+    assert order == [*units[:2], "bucket ahead", *units[2:], "bucket behind"]
+
+
 def _buckets(corpus: list[Path], index: Path) -> list[tuple[str, ...]]:
     healthy = _healthy(corpus)
     jobs, sizes = _jobs(healthy, index)

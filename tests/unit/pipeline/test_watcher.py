@@ -160,6 +160,45 @@ def test_an_unreadable_file_is_journaled_without_a_hash(tmp_path: Path) -> None:
     assert known is not None and known.hash is None
 
 
+def test_without_hash_new_an_unknown_file_is_a_rewrite_of_its_stat_unread(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(b'{"a":1}\n{"b":2')
+    opened: list[str] = []
+    real_open = os.open
+
+    def spy(name: str, *args: object, **kwargs: object) -> int:
+        opened.append(os.fspath(name))
+        return real_open(name, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(os, "open", spy)
+    event, known = classify(str(path), "pi", None, NOW, hash_new=False)
+    assert opened == []  # not read at all
+    st = path.stat()
+    assert event is not None and known is not None
+    assert (event.kind, event.start, event.end) == ("rewrite", 0, 14)
+    assert "hash" not in event.extra and known.hash is None
+    assert event.extra["ctime_ns"] == st.st_ctime_ns
+    assert (event.dev, event.inode, event.mtime_ns) == (st.st_dev, st.st_ino, st.st_mtime_ns)
+
+
+def test_without_hash_new_a_known_file_is_still_hashed(tmp_path: Path) -> None:
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(b"one\n")
+    known = first_look(path)
+    os.utime(path, (1, 1))  # a touch: only the hash tells it from a rewrite
+    event, _ = classify(str(path), "pi", known, NOW, hash_new=False)
+    assert event is not None
+    assert (event.kind, event.start, event.end) == ("append", 4, 4)
+    assert event.extra["hash"] == digest(b"one\n")
+    with path.open("ab") as f:
+        f.write(b"two\n")
+    event, _ = classify(str(path), "pi", known, NOW, hash_new=False)
+    assert event is not None and (event.kind, event.start, event.end) == ("append", 4, 8)
+    assert event.extra["hash"] == digest(b"one\ntwo\n")
+
+
 # -- the watcher -------------------------------------------------------------------------
 
 
