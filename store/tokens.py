@@ -157,6 +157,32 @@ def term_counts(text: str) -> tuple[Counter[str], int]:
     return Counter(tokens), len(tokens)
 
 
+# Every byte past ASCII as 0x80, the others as they are (``_wide_chunks``).
+_MARK_WIDE = bytes(range(128)) + b"\x80" * 128
+
+
+def _wide_chunks(data: bytes, chunks: set[bytes]) -> set[bytes]:
+    """The *chunks* (``data.split()``; *data* has been through ``_SPLIT_TABLE``, so a space is
+    its only separator) that hold a byte past ASCII. Where such bytes are few, each is found
+    in C (``find`` on a copy that marks them all alike) and its chunk cut out between the
+    spaces around it: a test of every distinct chunk touched millions of objects for a few
+    thousand (S corpus: 0.155 -> 0.072 s). Where they are many, the test per chunk costs less
+    than a walk per occurrence, and is what runs."""
+    marked = data.translate(_MARK_WIDE)
+    if marked.count(0x80) * 4 > len(chunks):
+        return set(filterfalse(bytes.isascii, chunks))
+    wide: set[bytes] = set()
+    find, rfind, size = marked.find, marked.rfind, len(marked)
+    at = find(b"\x80")
+    while at >= 0:
+        end = find(b" ", at)
+        if end < 0:
+            end = size
+        wide.add(data[rfind(b" ", 0, at) + 1 : end])
+        at = find(b"\x80", end)
+    return wide
+
+
 def term_set(texts: Iterable[str]) -> set[bytes]:
     """The UTF-8 bytes of every distinct token of *texts*: ``{t.encode() for t in tokenize(x)}``
     over them all, without making a token object per occurrence (how a vocabulary is taken).
@@ -178,7 +204,7 @@ def term_set(texts: Iterable[str]) -> set[bytes]:
     chunks = set(data.split())
     if data.isascii():
         return chunks
-    wide = list(filterfalse(bytes.isascii, chunks))
+    wide = _wide_chunks(data, chunks)
     chunks.difference_update(wide)
     for chunk in wide:
         text = chunk.decode("utf-8", "surrogatepass")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 import re
 import unicodedata
 
@@ -10,6 +11,8 @@ from hypothesis import strategies as st
 
 from store.tokens import (
     _CJK_RANGES,
+    _SPLIT_TABLE,
+    _wide_chunks,
     normalize_text,
     term_counts,
     term_set,
@@ -212,3 +215,33 @@ def test_the_cjk_table_holds_exactly_the_scripts_it_names() -> None:
 @given(st.text(alphabet=st.one_of(st.characters(), st.sampled_from(CJK_EDGES))))
 def test_term_set_is_tokenize_on_arbitrary_text(text: str) -> None:
     assert term_set([text]) == {t.encode("utf-8") for t in tokenize(text)}
+
+
+_ASCII_WORDS = st.lists(st.text(alphabet="abcXYZ019_ .,-\n\t", max_size=8), max_size=40)
+_WIDE = ["é", "café", "naïve✓", "✓", "技術", "한국어", "Ⅻ", "x\u0301"]
+_WIDE_WORDS = st.lists(st.sampled_from(_WIDE), max_size=6)
+
+
+@UNTIMED
+@given(_ASCII_WORDS, _WIDE_WORDS, st.randoms(use_true_random=False))
+def test_the_few_chunks_past_ascii_are_cut_out_as_a_test_per_chunk_finds_them(
+    plain: list[str], wide: list[str], rnd: random.Random
+) -> None:
+    # mostly ASCII with a few other characters anywhere (first, last, between separators):
+    # the walk over the marked bytes; many of them: the test of every chunk
+    words = plain + wide
+    rnd.shuffle(words)
+    text = " ".join(words)
+    data = text.encode("utf-8").translate(_SPLIT_TABLE)
+    chunks = set(data.split())
+    assert _wide_chunks(data, chunks) == {c for c in chunks if not c.isascii()}
+    assert term_set([text]) == {t.encode() for t in tokenize(text)}
+
+
+def test_a_chunk_past_ascii_at_either_end_of_the_text_is_found() -> None:
+    base = " ".join(f"w{i}" for i in range(50))  # few bytes past ASCII: the walk is taken
+    for text in (f"é {base}", f"{base} é", f"{base} abc\u2713", f"\u2713abc {base}", "é abc"):
+        data = text.encode("utf-8").translate(_SPLIT_TABLE)
+        chunks = set(data.split())
+        assert _wide_chunks(data, chunks) == {c for c in chunks if not c.isascii()}, text
+        assert term_set([text]) == {t.encode() for t in tokenize(text)}, text
