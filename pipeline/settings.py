@@ -45,7 +45,7 @@ class RunSettings:
     # d seconds a worker rests d * (1 - s) / s, s = warm_share / workers, so warming never
     # takes the CPUs a start's other processes (`query serve` loading, the first queries,
     # the agents themselves) need first
-    warm_share: float = 0.5
+    warm_share: float = 0.25
     # publisher
     publish_min_s: float = 0.02
     publish_bytes_per_s: float = 20e6

@@ -31,6 +31,7 @@ from typing import Any
 from devtools import ROOT
 from devtools.bench.archive import archive_cost
 from devtools.bench.basecmp import base_cost, base_pipeline
+from devtools.bench.bytecode import compile_bytecode
 from devtools.bench.corpus import SIZES, ensure_corpus, plant_canaries, write_config
 from devtools.bench.floor import socket_floor
 from devtools.bench.groups import Query, build_groups
@@ -409,6 +410,7 @@ def _run(ns: argparse.Namespace, work: Path) -> dict[str, Any]:
         "loadavg_start": [round(x, 2) for x in os.getloadavg()],
     }
 
+    notes.append(compile_bytecode(sys.executable, ROOT))
     _log(f"generating {sessions} sessions x {mean_kb} KB into {corpus}")
     manifest, gen_s = ensure_corpus(corpus, sessions, mean_kb, ns.seed, sys.executable)
     canaries = plant_canaries(corpus, manifest, ns.seed)

@@ -37,6 +37,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from devtools import ROOT
+from devtools.bench.bytecode import compile_bytecode
 from devtools.bench.cli import _bin, _build, _fresh_ours, _fresh_sessions, _Serve
 from devtools.bench.corpus import append_entry, canary_term, ensure_corpus, write_config
 from devtools.bench.fresh import KINDS, POLL_PAUSE_S
@@ -63,6 +65,7 @@ def main() -> int:
     work = (ns.work or Path(tempfile.gettempdir()) / "sessiondex-first").resolve()
     work.mkdir(parents=True, exist_ok=True)
     corpus, index, cfg = work / "corpus", work / "index", work / "config.toml"
+    sys.stderr.write(compile_bytecode(sys.executable, ROOT) + "\n")
     manifest, _ = ensure_corpus(corpus, ns.sessions, ns.mean_kb, ns.seed, sys.executable)
     write_config(cfg, corpus, index)
     _build(cfg, index, None)

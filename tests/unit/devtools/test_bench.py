@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from devtools import ROOT
+from devtools.bench.bytecode import compile_bytecode
 from devtools.bench.corpus import append_entry
 from devtools.bench.floor import socket_floor
 from devtools.bench.groups import GROUPS, build_groups
@@ -298,3 +299,19 @@ def test_a_base_is_given_only_the_agents_it_knows(tmp_path: Path) -> None:
     assert cfg.read_text() == '[sources]\npi = "/p"\nclaude = "/c"\n\n[memory]\n'
     _known_sources(fake, cfg)  # accepted as it is: left alone
     assert cfg.read_text() == '[sources]\npi = "/p"\nclaude = "/c"\n\n[memory]\n'
+
+
+def test_the_checkouts_bytecode_is_compiled_even_where_python_writes_none(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With PYTHONDONTWRITEBYTECODE set, every timed process compiled every module of the
+    checkout again; an installed sessiondex never does (bench.bytecode)."""
+    monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")
+    (tmp_path / "store").mkdir()
+    (tmp_path / "store" / "thing.py").write_text("X = 1\n")
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "elsewhere" / "other.py").write_text("Y = 2\n")
+    note = compile_bytecode(sys.executable, tmp_path)
+    assert list((tmp_path / "store" / "__pycache__").glob("thing.*.pyc"))
+    assert not (tmp_path / "elsewhere" / "__pycache__").exists()  # not one of the packages
+    assert "PYTHONDONTWRITEBYTECODE set" in note

@@ -63,6 +63,7 @@ def test_pairs_build_the_same_corpus_with_both_sides(tmp_path: Path) -> None:
     # a "base" checkout whose pipeline is ours: the ratios are measured, not assumed
     (tmp_path / "base" / ".venv" / "bin").mkdir(parents=True)
     (tmp_path / "base" / ".venv" / "bin" / "pipeline").symlink_to(ours)
+    (tmp_path / "base" / ".venv" / "bin" / "python").symlink_to(sys.executable)  # as a venv has
     corpus, cfg = tmp_path / "corpus", tmp_path / "config.toml"
     ensure_corpus(corpus, 6, 8, 3, sys.executable)
     write_config(cfg, corpus, tmp_path / "index")

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from pipeline import catchup, lexicon
+from pipeline import catchup
 from pipeline.catchup import _segments, catch_up
 from pipeline.engine import event_hash
 from pipeline.session_job import Job, JobResult
@@ -23,10 +23,7 @@ from store.reader import open_snapshot
 from store.records import Manifest, SessionChunk
 from store.writer import StoreWriter
 from tests.helpers import generated
-
-
-def _config_at(base: Path, config: Config, name: str) -> Config:
-    return replace(config, memory=replace(config.memory, index_dir=base / name))
+from tests.unit.pipeline.test_early_lexicon import bucketed_twins
 
 
 def _portable(manifest: Manifest) -> Manifest:
@@ -65,9 +62,7 @@ def test_a_pooled_catch_up_stages_its_chunks_and_publishes_what_an_inline_one_do
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Given a corpus whose cold sessions fall in several buckets
-    monkeypatch.setattr(lexicon, "BUCKET_DIGESTS", 4)
-    _, config = generated(tmp_path, sessions=20, mean_kb=4, seed=11, hot_sessions=3)
-    inline, pooled = _config_at(tmp_path, config, "inline"), _config_at(tmp_path, config, "pool")
+    inline, pooled = bucketed_twins(tmp_path, monkeypatch)
     steps: list[str] = []
     put, segments = StoreWriter.put, catchup._segments
 

@@ -83,13 +83,19 @@ def _config_at(base: Path, config: Config, name: str) -> Config:
     return replace(config, memory=replace(config.memory, index_dir=base / name))
 
 
+def bucketed_twins(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Config, Config]:
+    """A corpus whose cold sessions fall in several buckets, and two configurations over it
+    with indexes of their own (built inline, then in a pool)."""
+    monkeypatch.setattr(lexicon, "BUCKET_DIGESTS", 4)
+    _, config = generated(tmp_path, sessions=20, mean_kb=4, seed=11, hot_sessions=3)
+    return _config_at(tmp_path, config, "inline"), _config_at(tmp_path, config, "pool")
+
+
 def test_a_catch_up_from_empty_takes_its_early_buckets_and_publishes_the_same_index(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Given a corpus whose cold sessions fall in several buckets
-    monkeypatch.setattr(lexicon, "BUCKET_DIGESTS", 4)
-    _, config = generated(tmp_path, sessions=20, mean_kb=4, seed=11, hot_sessions=3)
-    inline, pooled = _config_at(tmp_path, config, "inline"), _config_at(tmp_path, config, "pool")
+    inline, pooled = bucketed_twins(tmp_path, monkeypatch)
     taken: list[tuple[str, ...]] = []
     take = EarlyBuckets.take
 
