@@ -42,6 +42,7 @@ archived session's chain to verify its follow tokens and ``query export --format
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -53,7 +54,7 @@ import zstandard
 
 from store.codec import pack, unpack
 from store.errors import CorruptRecord, StoreError
-from store.files import open_quietly, read_quietly
+from store.files import names_quietly, open_quietly, read_quietly
 from store.reasons import ARCHIVE_FULL
 from store.schema import BOOL, TUPLE, Wired, nested_tuple, wire, wired
 
@@ -333,22 +334,25 @@ class Archive:
     def names(self) -> set[str]:
         """The name of every chain (listing only, nothing read)."""
         out: set[str] = set()
+        # listed without moving their access times (store.files): a no-op rerun writes nothing
+        with contextlib.suppress(FileNotFoundError):
+            out.update(n for n in names_quietly(self.chains_dir) if _is_name(n))
         try:
-            with os.scandir(self.chains_dir) as entries:
-                out.update(e.name for e in entries if _is_name(e.name))
-        except FileNotFoundError:
-            pass
-        try:
-            fans = list(os.scandir(self.sessions))
+            fans = names_quietly(self.sessions)
         except FileNotFoundError:
             return out
         for fan in fans:
-            if not fan.is_dir(follow_symlinks=False) or fan.name.startswith("."):
+            if fan.startswith("."):
                 continue
             try:
-                out.update(e.name for e in os.scandir(fan.path) if not e.name.startswith("."))
-            except FileNotFoundError:
-                continue
+                names = names_quietly(self.sessions / fan, os.O_NOFOLLOW)
+            except (FileNotFoundError, NotADirectoryError):
+                continue  # gone meanwhile, or a file among the fans
+            except OSError as exc:
+                if exc.errno != errno.ELOOP:
+                    raise
+                continue  # a link among the fans: not ours
+            out.update(n for n in names if not n.startswith("."))
         return out
 
     def chains(self) -> Iterator[Chain]:

@@ -12,7 +12,6 @@ before the first event.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
@@ -20,7 +19,7 @@ from typing import Final
 from store.atomic import atomic_write, ensure_dir
 from store.codec import pack, unpack
 from store.errors import CorruptRecord, SchemaVersionError
-from store.files import read_quietly
+from store.files import names_quietly, read_quietly
 from store.schema import Wired, wired
 
 __all__ = ["Checkpoint", "CheckpointStore"]
@@ -76,7 +75,7 @@ class CheckpointStore:
     def all(self) -> dict[str, Checkpoint]:
         """Every stage's checkpoint, by stage name."""
         try:
-            names = sorted(os.listdir(self.folder))
+            names = sorted(names_quietly(self.folder))
         except FileNotFoundError:
             return {}
         found: dict[str, Checkpoint] = {}

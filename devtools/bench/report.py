@@ -97,7 +97,10 @@ def evaluate(res: dict[str, Any]) -> list[dict[str, Any]]:
         )
     noop = res["build"]["noop"]
     written = max(
-        noop["report_bytes_written"] or 0, noop["index_bytes_changed"], noop["kernel_write_bytes"]
+        noop["report_bytes_written"] or 0,
+        noop["index_bytes_changed"],
+        noop["kernel_write_bytes"],
+        noop.get("write_syscall_bytes", 0),
     )
     share = noop["seconds"] / ours_s
     out.append(_target("noop_bytes", written, "== 0", written == 0))
@@ -213,8 +216,10 @@ def render(res: dict[str, Any]) -> str:
     noop = res["build"]["noop"]
     lines.append(
         f"  no-op rerun: {noop['seconds']:.2f} s ({noop['seconds'] / cold['seconds']:.1%} of "
-        f"cold); bytes written: report {noop['report_bytes_written']}, kernel "
-        f"{noop['kernel_write_bytes']}, index files changed {noop['index_files_changed']}"
+        f"cold); bytes written: report {noop['report_bytes_written']}, write calls "
+        f"{noop.get('write_syscall_bytes')}, kernel {noop['kernel_write_bytes']} (on the first "
+        f"rerun {noop.get('kernel_write_bytes_first')}: access times), index files changed "
+        f"{noop['index_files_changed']}"
     )
     arch = res.get("archive") or {}
     if arch:

@@ -161,7 +161,16 @@ def test_an_archive_an_older_build_wrote_is_read_and_kept_growing(tmp_path: Path
     (folder / "HEAD").write_bytes(pack([b"SDXA", 1, *chain.to_wire()]))
     archive = Archive(tmp_path / "a")
     assert archive.head("/s/old.jsonl") == chain and archive.read(chain) == data
-    assert key_name("/s/old.jsonl") in archive.names()
+    assert archive.names() == {key_name("/s/old.jsonl")}
+    # a file and a link among the older layout's fans are passed over, not listed or followed
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / ("f" * 64)).write_bytes(b"")
+    (archive.sessions / "zz").write_bytes(b"")
+    (archive.sessions / "yy").symlink_to(elsewhere)
+    assert archive.names() == {key_name("/s/old.jsonl")}
+    (archive.sessions / "zz").unlink()
+    (archive.sessions / "yy").unlink()
     writer = ArchiveWriter(tmp_path / "a", max_bytes=1 << 30)
     more = b'{"line": 2}\n'
     kept = writer.keep_append(

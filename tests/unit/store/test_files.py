@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 from pathlib import Path
 from typing import Any
@@ -9,7 +10,7 @@ from typing import Any
 import pytest
 
 import store.files
-from store.files import open_quietly, read_quietly
+from store.files import names_quietly, open_quietly, read_quietly
 
 
 @pytest.mark.skipif(not hasattr(os, "O_NOATIME"), reason="O_NOATIME is Linux-only")
@@ -24,6 +25,29 @@ def test_a_quiet_read_does_not_move_the_access_time(tmp_path: Path) -> None:
     assert path.stat().st_atime_ns == before
     path.read_bytes()  # the control: a plain read does move it here
     assert path.stat().st_atime_ns != before
+
+
+@pytest.mark.skipif(not hasattr(os, "O_NOATIME"), reason="O_NOATIME is Linux-only")
+def test_a_quiet_listing_does_not_move_the_folders_access_time(tmp_path: Path) -> None:
+    """The first no-op rerun after a build listed the checkpoints and archive chain folders
+    plainly, and the kernel billed their access-time updates as 4-8 KB written."""
+    folder = tmp_path / "chains"
+    folder.mkdir()
+    (folder / "a").write_bytes(b"")
+    (folder / "b").write_bytes(b"")
+    st = folder.stat()
+    os.utime(folder, ns=(st.st_mtime_ns - 10**12, st.st_mtime_ns))
+    before = folder.stat().st_atime_ns
+    assert sorted(names_quietly(folder)) == ["a", "b"]
+    assert folder.stat().st_atime_ns == before
+    os.listdir(folder)  # the control: a plain listing does move it here
+    assert folder.stat().st_atime_ns != before
+    with pytest.raises(NotADirectoryError):
+        names_quietly(folder / "a")
+    os.symlink(folder, tmp_path / "link")
+    with pytest.raises(OSError) as refused:  # Linux: ENOTDIR, elsewhere ELOOP
+        names_quietly(tmp_path / "link", os.O_NOFOLLOW)
+    assert refused.value.errno in (errno.ENOTDIR, errno.ELOOP)
 
 
 def test_a_file_we_do_not_own_is_opened_plainly(
