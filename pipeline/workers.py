@@ -270,6 +270,8 @@ class IndexWorker:
             return True
         if self._maintain(now):
             return True
+        if self.engine.keeper is not None:
+            self.engine.keeper.measure_ahead()  # not on the next append
         started = self.clock()
         if started >= self._warm_at and self._warm_one():
             ended = self.clock()

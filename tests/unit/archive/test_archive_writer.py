@@ -214,3 +214,32 @@ def test_a_whole_chain_is_one_file_until_an_append_links_its_segment_out(
     moved = Archive(tmp_path / "a").head("/s/t.jsonl")
     assert moved is not None and moved.stamp == (9, 9, 9, 9, 9)
     assert Archive(tmp_path / "a").read(moved) == b"one\n"
+
+
+def test_the_archive_is_measured_ahead_in_idle_time_not_on_the_next_append(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``usage`` walks the whole archive; the first append after a start paid for it. A
+    worker measures ahead while idle, once: a measured archive is not walked again."""
+    _keep_growing(ArchiveWriter(tmp_path / "a", max_bytes=1 << 30), "/s/x.jsonl", [b"{}\n"])
+    writer = ArchiveWriter(tmp_path / "a", max_bytes=1 << 30)  # as a worker that just started
+    walks: list[int] = []
+    walk = writer.reader.usage
+
+    def counted() -> int:
+        walks.append(1)
+        return walk()
+
+    monkeypatch.setattr(writer.reader, "usage", counted)
+    writer.measure_ahead()
+    writer.measure_ahead()
+    assert len(walks) == 1
+    data = b"{}\n"
+    _keep_growing_more = blake3.blake3(data).hexdigest()
+    line = b'{"n": 1}\n'
+    kept = writer.keep_append(
+        "/s/x.jsonl", line, old_length=len(data), old_hash=_keep_growing_more,
+        full_hash=blake3.blake3(data + line).hexdigest(), stamp=STAMP,
+    )  # fmt: skip
+    assert kept == KEPT and len(walks) == 1  # the append found it measured
+    assert writer.usage() == Archive(tmp_path / "a").usage()
