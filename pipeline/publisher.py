@@ -97,6 +97,7 @@ class Publisher:
         self._checkpointed = -1
         self._checkpoint_at = 0.0
         self._gc_at = 0.0
+        self._primed = False
         self._since_gc = 0
         # a session was forgotten: the next publish drops it, and every generation before
         # that one is collected once the grace period has passed (not kept_generations)
@@ -125,6 +126,7 @@ class Publisher:
         self._candidate = self.position
         self._checkpointed = self.position
         self._gc_at = now
+        self._primed = False  # StoreWriter.prime, once, when first idle
         self.on_published(self.position)
 
     # -- the loop --------------------------------------------------------------------------
@@ -160,6 +162,9 @@ class Publisher:
         overdue = now - self._gc_at >= 2 * self.settings.gc_interval_s
         if (not got and not published) or overdue:
             self._collect(now)
+        if not got and not published and not self._primed:
+            self._primed = True
+            self.writer.prime()  # idle after the boot: the first publish then costs its changes
         return bool(got) or published
 
     def _apply(self, batch: WorkerBatch) -> None:

@@ -94,7 +94,8 @@ _ROWS: dict[str, SessionState] = {}
 _ROWS_MAX = 1 << 20
 
 
-def _chunk(layout: IndexLayout, name: str) -> SessionChunk:
+def chunk(layout: IndexLayout, name: str) -> SessionChunk:
+    """Chunk record *name*, decoded once per process (its rows as the readers hold them)."""
     found = _CHUNKS.get(name)
     if found is not None:
         _CHUNKS.move_to_end(name)
@@ -120,7 +121,7 @@ def _known_row(state: SessionState) -> SessionState:
 
 def _with_sessions(layout: IndexLayout, manifest: Manifest) -> Manifest:
     """The manifest with the sessions of its chunks, sorted by path."""
-    sessions = [s for name in manifest.chunks for s in _chunk(layout, name).sessions]
+    sessions = [s for name in manifest.chunks for s in chunk(layout, name).sessions]
     sessions.sort(key=lambda s: s.path)
     return replace(manifest, sessions=tuple(sessions))
 

@@ -50,7 +50,7 @@ from store.layout import (
     record_name,
 )
 from store.lexicon import LEXICON_KIND
-from store.reader import read_current
+from store.reader import chunk, read_current
 from store.records import (
     ColdDigest,
     HotShard,
@@ -277,6 +277,33 @@ class StoreWriter:
             for k, group in groups.items():
                 rows = tuple(sorted(group, key=_path_of))
                 self._staged[k] = (rows, self._chunk_name(k, rows))
+
+    def prime(self) -> None:
+        """Learn the current generation's chunks and records as a publish of this writer's
+        would have left them, ahead of the next publish (a publisher's idle time): the first
+        publish of a fresh writer otherwise read every chunk and encoded every session's row
+        again to name its chunks (O(sessions): ~10 ms at S, ~10x at M), and the first append
+        after a start waited on it. The rows are the reader's own decoded chunks
+        (``store.reader.chunk``), the very objects a publisher that booted from the snapshot
+        holds, so ``_chunk_name`` keeps an unchanged chunk's name by identity."""
+        with self.lock():
+            current = self.current_generation()
+            if not current or self._published[0] == current:
+                return
+            path = self.layout.manifest_path(current)
+            try:
+                manifest = decode(read_quietly(path), expect=Manifest, path=str(path))
+                chunks = {name: chunk(self.layout, name).sessions for name in manifest.chunks}
+            except (FileNotFoundError, SchemaVersionError):
+                return  # collected meanwhile, or another format's: the publish finds out
+            names = set(manifest.records())
+            learned: dict[int, tuple[tuple[SessionState, ...], str]] = {}
+            for name, rows in chunks.items():
+                names |= self._chunk_records(name, rows)
+                if rows:
+                    learned[chunk_of(rows[0].path)] = (rows, name)
+            self._chunks = learned
+            self._published = (current, frozenset(names))
 
     def _records_of(self, generation: int) -> frozenset[str]:
         path = self.layout.manifest_path(generation)

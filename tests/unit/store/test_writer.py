@@ -564,6 +564,51 @@ def test_a_publish_encodes_only_the_chunks_whose_rows_changed(
     assert open_snapshot(tmp_path).manifest.sessions == changed
 
 
+def test_a_primed_writer_publishes_its_first_change_as_one_chunk(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A writer new to an index (a publisher that just started) stored every chunk again at
+    its first publish, and read every chunk to learn their records; primed in idle time
+    from the snapshot it booted from, its first publish stores the changed chunk alone."""
+    from store.records import SessionChunk
+
+    first = StoreWriter(tmp_path)
+    shard, _ = first.put(hot_shard())
+    entries, _ = first.put(session_entries())
+    states = tuple(state(f"/s/{n:03d}.jsonl", shard, entries) for n in range(200))
+    first.publish(manifest(1, states))
+    booted = open_snapshot(tmp_path).manifest.sessions  # as a publisher boots
+    w = StoreWriter(tmp_path)
+    w.prime()
+    encoded: list[SessionChunk] = []
+    put = w.put
+
+    def counting(record: object) -> tuple[str, int]:
+        if isinstance(record, SessionChunk):
+            encoded.append(record)
+        return put(record)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(w, "put", counting)
+    monkeypatch.setattr(w, "_records_of", None)  # it must not need to read them again
+    changed = booted[:7] + (replace(booted[7], size=booted[7].size + 1),) + booted[8:]
+    w.publish(manifest(2, changed))
+    assert len(encoded) == 1 and changed[7] in encoded[0].sessions
+    again = open_snapshot(tmp_path).manifest
+    assert again.sessions == changed
+    # the very chunks an unprimed writer names (it encodes every one to find out)
+    control = tmp_path / "control"
+    unprimed = StoreWriter(control)
+    unprimed.put(hot_shard())
+    unprimed.put(session_entries())
+    unprimed.publish(manifest(1, states))
+    StoreWriter(control).publish(manifest(2, changed))
+    assert open_snapshot(control).manifest.chunks == again.chunks
+    # and a writer primed twice, or after its own publish, changes nothing
+    w.prime()
+    w.publish(manifest(3, changed))
+    assert len(encoded) == 1
+
+
 def test_records_put_in_a_batch_appear_when_it_ends_and_not_when_it_fails(
     tmp_path: Path,
 ) -> None:
