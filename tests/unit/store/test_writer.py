@@ -17,7 +17,7 @@ from store.atomic import atomic_write
 from store.errors import GenerationConflict, NotAnIndex, StoreLocked
 from store.layout import IndexLayout
 from store.reader import open_snapshot, read_current
-from store.records import HotShard, Manifest, SessionChunk, SessionEntries
+from store.records import HotShard, Manifest, SessionChunk, SessionEntries, SessionState
 from store.writer import GcReport, StoreWriter
 from tests.unit.store.factories import (
     cold_digest,
@@ -524,16 +524,17 @@ def test_sessions_live_in_chunks_and_an_append_rewrites_one(tmp_path: Path) -> N
     assert w.bytes_written - before < chunk_bytes / 4
 
 
-def test_a_publish_encodes_only_the_chunks_whose_rows_changed(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    from store.records import SessionChunk
-
-    w = StoreWriter(tmp_path)
+def _published_200(w: StoreWriter) -> tuple[SessionState, ...]:
+    """Generation 1 of 200 sessions, published by *w*; their rows."""
     shard, _ = w.put(hot_shard())
     entries, _ = w.put(session_entries())
     states = tuple(state(f"/s/{n:03d}.jsonl", shard, entries) for n in range(200))
     w.publish(manifest(1, states))
+    return states
+
+
+def _chunk_puts(w: StoreWriter, monkeypatch: pytest.MonkeyPatch) -> list[SessionChunk]:
+    """Every chunk record *w* stores from now on."""
     encoded: list[SessionChunk] = []
     put = w.put
 
@@ -543,6 +544,15 @@ def test_a_publish_encodes_only_the_chunks_whose_rows_changed(
         return put(record)  # type: ignore[arg-type]
 
     monkeypatch.setattr(w, "put", counting)
+    return encoded
+
+
+def test_a_publish_encodes_only_the_chunks_whose_rows_changed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    w = StoreWriter(tmp_path)
+    states = _published_200(w)
+    encoded = _chunk_puts(w, monkeypatch)
     # When one session changes, only its chunk is stored again
     changed = states[:7] + (replace(states[7], size=states[7].size + 1),) + states[8:]
     w.publish(manifest(2, changed))
@@ -557,7 +567,11 @@ def test_a_publish_encodes_only_the_chunks_whose_rows_changed(
     w.publish(manifest(4, changed))
     assert len(encoded) == len(open_snapshot(tmp_path).manifest.chunks)
     w.wipe()
-    assert (w.put(hot_shard())[0], w.put(session_entries())[0]) == (shard, entries)
+    # the records the rows name are stored again under the same names
+    assert {w.put(hot_shard())[0], w.put(session_entries())[0]} == {
+        states[0].index_record,
+        states[0].entries_record,
+    }
     encoded.clear()
     w.publish(manifest(1, changed))
     assert len(encoded) == len(open_snapshot(tmp_path).manifest.chunks)
@@ -570,25 +584,11 @@ def test_a_primed_writer_publishes_its_first_change_as_one_chunk(
     """A writer new to an index (a publisher that just started) stored every chunk again at
     its first publish, and read every chunk to learn their records; primed in idle time
     from the snapshot it booted from, its first publish stores the changed chunk alone."""
-    from store.records import SessionChunk
-
-    first = StoreWriter(tmp_path)
-    shard, _ = first.put(hot_shard())
-    entries, _ = first.put(session_entries())
-    states = tuple(state(f"/s/{n:03d}.jsonl", shard, entries) for n in range(200))
-    first.publish(manifest(1, states))
+    states = _published_200(StoreWriter(tmp_path))
     booted = open_snapshot(tmp_path).manifest.sessions  # as a publisher boots
     w = StoreWriter(tmp_path)
     w.prime()
-    encoded: list[SessionChunk] = []
-    put = w.put
-
-    def counting(record: object) -> tuple[str, int]:
-        if isinstance(record, SessionChunk):
-            encoded.append(record)
-        return put(record)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(w, "put", counting)
+    encoded = _chunk_puts(w, monkeypatch)
     monkeypatch.setattr(w, "_records_of", None)  # it must not need to read them again
     changed = booted[:7] + (replace(booted[7], size=booted[7].size + 1),) + booted[8:]
     w.publish(manifest(2, changed))
@@ -597,10 +597,7 @@ def test_a_primed_writer_publishes_its_first_change_as_one_chunk(
     assert again.sessions == changed
     # the very chunks an unprimed writer names (it encodes every one to find out)
     control = tmp_path / "control"
-    unprimed = StoreWriter(control)
-    unprimed.put(hot_shard())
-    unprimed.put(session_entries())
-    unprimed.publish(manifest(1, states))
+    assert _published_200(StoreWriter(control)) == states
     StoreWriter(control).publish(manifest(2, changed))
     assert open_snapshot(control).manifest.chunks == again.chunks
     # and a writer primed twice, or after its own publish, changes nothing
