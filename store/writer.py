@@ -296,14 +296,13 @@ class StoreWriter:
                 chunks = {name: chunk(self.layout, name).sessions for name in manifest.chunks}
             except (FileNotFoundError, SchemaVersionError):
                 return  # collected meanwhile, or another format's: the publish finds out
-            names = set(manifest.records())
             learned: dict[int, tuple[tuple[SessionState, ...], str]] = {}
             for name, rows in chunks.items():
-                names |= self._chunk_records(name, rows)
+                self._chunk_records(name, rows)  # remembered: _records_of reads no chunk
                 if rows:
                     learned[chunk_of(rows[0].path)] = (rows, name)
             self._chunks = learned
-            self._published = (current, frozenset(names))
+            self._published = (current, self._records_of(current))
 
     def _records_of(self, generation: int) -> frozenset[str]:
         path = self.layout.manifest_path(generation)
